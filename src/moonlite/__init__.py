@@ -1,0 +1,12 @@
+"""moonlite: automatic differentiation for numba kernels, after Julia's Mooncake.jl."""
+
+from .capture import capture
+from .errors import (CaptureError, LoweringError, MoonliteError, UnsupportedError,
+                     VerificationError)
+from .ir import verify
+from .lower import MoonliteDispatcher, lower
+
+__version__ = "0.1.0"
+
+__all__ = ["capture", "lower", "MoonliteDispatcher", "verify", "MoonliteError", "UnsupportedError", "CaptureError",
+           "VerificationError", "LoweringError"]

@@ -1,0 +1,49 @@
+"""Every numba-internal import moonlite uses, in one place.
+
+numba's public API does not cover typed IR capture or IR injection, so moonlite leans on
+`numba.core` internals. Keeping them here means a numba upgrade breaks one file, at import time,
+with a message that says which version moonlite was built for.
+"""
+
+from __future__ import annotations
+
+import numba
+
+SUPPORTED_NUMBA = "0.68"
+
+if not numba.__version__.startswith(SUPPORTED_NUMBA + "."):
+    raise ImportError(
+        f"moonlite needs numba {SUPPORTED_NUMBA}.* (found {numba.__version__}): "
+        f"it uses numba's internal IR, which changes between minor versions. "
+        f"Install it with: pip install 'numba=={SUPPORTED_NUMBA}.*'")
+
+try:
+    from numba.core import ir, types, errors as numba_errors  # noqa: F401
+    from numba.core import compiler, typed_passes, untyped_passes  # noqa: F401
+    from numba.core.analysis import compute_cfg_from_blocks  # noqa: F401
+    from numba.core.bytecode import FunctionIdentity  # noqa: F401
+    from numba.core.compiler import CompilerBase, DefaultPassBuilder, Flags  # noqa: F401
+    from numba.core.compiler_machinery import FunctionPass, PassManager, register_pass  # noqa: F401
+    from numba.core.ir_utils import build_definitions  # noqa: F401
+    from numba.core.registry import cpu_target  # noqa: F401
+    from numba.core.dispatcher import Dispatcher  # noqa: F401
+    from numba.core.registry import CPUDispatcher  # noqa: F401
+    from numba.core.typing.templates import Signature  # noqa: F401
+    from numba.core.utils import BINOPS_TO_OPERATORS, INPLACE_BINOPS_TO_OPERATORS  # noqa: F401
+except ImportError as exc:  # pragma: no cover - only on an unsupported numba
+    raise ImportError(f"moonlite could not import a numba internal it relies on: {exc}") from exc
+
+typeof = numba.typeof
+
+
+def typing_context():
+    return cpu_target.typing_context
+
+
+def target_context():
+    return cpu_target.target_context
+
+
+def is_njit_dispatcher(obj) -> bool:
+    """True for functions decorated with `numba.njit` (and moonlite's own compiled callables)."""
+    return isinstance(obj, Dispatcher) and getattr(obj, "targetoptions", {}).get("nopython", True)

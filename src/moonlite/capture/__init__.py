@@ -1,0 +1,72 @@
+"""Capture: numba-typed functions into moonlite IR (`capture(f, *args)`)."""
+
+from __future__ import annotations
+
+from .. import _numba as nb
+from ..errors import CaptureError, SourceLoc, UnsupportedError
+from ..ir.core import Function
+from .importer import Importer
+from .pipeline import TypedIR, run_capture_pipeline
+
+__all__ = ["capture", "capture_types", "TypedIR"]
+
+
+def capture(f, *args) -> Function:
+    """Capture the `@njit` function `f`, typed for the example arguments `args`, as moonlite IR."""
+    _require_njit(f)
+    argtypes = tuple(f.typeof_pyval(a) for a in args)
+    return capture_types(f, argtypes)
+
+
+def capture_types(f, argtypes: tuple) -> Function:
+    """Capture `f` for numba argument types (the form AD passes use for nested calls)."""
+    _require_njit(f)
+    kept = getattr(f, "moonlite_ir", None)
+    if kept is not None and tuple(a.to_numba() for a in kept.argtypes) == tuple(argtypes):
+        return kept
+    _, folded = f._compiler.fold_argument_types(tuple(argtypes), {})
+    typed = _type(f, tuple(folded))
+    return Importer(f.py_func, typed).run()
+
+
+def _type(f, argtypes: tuple) -> TypedIR:
+    try:
+        return run_capture_pipeline(f, argtypes)
+    except nb.numba_errors.UnsupportedError as exc:
+        raise UnsupportedError(_first_line(exc), function=f.py_func.__qualname__,
+                               argtypes=tuple(str(t) for t in argtypes), loc=_func_loc(f),
+                               hint="numba itself cannot compile this construct in nopython "
+                                    "mode; rewrite it") from None
+    except nb.numba_errors.NumbaError as exc:
+        sig = ", ".join(str(t) for t in argtypes)
+        raise CaptureError(f"numba could not compile {f.py_func.__qualname__}({sig}) "
+                           f"for moonlite to capture it:\n{exc}") from None
+
+
+def _require_njit(f) -> None:
+    if not isinstance(f, nb.Dispatcher):
+        name = getattr(f, "__qualname__", repr(f))
+        raise UnsupportedError(
+            "a function that is not compiled with @numba.njit", function=name,
+            loc=_py_loc(f), hint="decorate the function with @numba.njit")
+    if not nb.is_njit_dispatcher(f) or f.targetoptions.get("forceobj"):
+        raise UnsupportedError(
+            "object-mode functions (@jit(forceobj=True) or nopython=False)",
+            function=f.py_func.__qualname__, loc=_func_loc(f),
+            hint="compile the function with @numba.njit")
+
+
+def _func_loc(f) -> SourceLoc:
+    return _py_loc(f.py_func)
+
+
+def _py_loc(fn) -> SourceLoc:
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return SourceLoc()
+    return SourceLoc(code.co_filename, code.co_firstlineno)
+
+
+def _first_line(exc) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

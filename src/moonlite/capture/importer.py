@@ -1,0 +1,627 @@
+"""Import numba's typed IR into moonlite IR.
+
+The importer walks numba's blocks in reverse post-order and translates each statement with a
+handler chosen by the statement's class (and, for expressions, by `expr.op`). numba variables map
+either to moonlite values or to compile-time objects (`statics.py`); copies between variables
+just alias. Normalisations (see docs/architecture.md): for-loops become counted loops; `$phi`
+copies and numba phis become SSA phis; `bool()` predicates and casts become `Cast` (or vanish);
+literal and omitted types become plain types and constants; implicit argument conversions numba
+would do become explicit `Cast`s; tuple unpacking reads the tuple directly; raises become `Raise`.
+"""
+
+from __future__ import annotations
+
+import linecache
+
+import numpy as np
+
+from .. import _numba as nb
+from ..errors import SourceLoc, UnsupportedError
+from ..ir import ops
+from ..ir.builder import Builder
+from ..ir.cfg import Dominators, predecessors
+from ..ir.core import Block, Function, Value
+from ..ir.types import ArrayType, BoolType, FloatType, IntType, TupleType, from_numba, none
+from . import statics as st
+from .iterators import CountedLoop, NotIterable, counted_loop
+from .pipeline import TypedIR
+
+ir = nb.ir
+nbt = nb.types
+
+_NUMBER_TYPES = (FloatType, IntType, BoolType)
+
+
+class Importer:
+    """One use: `Importer(dispatcher, typed).run()` returns the moonlite Function."""
+
+    def __init__(self, py_func, typed: TypedIR):
+        self.py_func = py_func
+        self.typed = typed
+        self.fir = typed.func_ir
+        self.typemap = typed.typemap
+        self.calltypes = typed.calltypes
+        self.bindings: dict = {}  # numba variable name -> Value or static record
+        self.blocks: dict = {}  # numba label -> Block
+        self.pending_phis: list = []  # (Phi, numba phi expr)
+        self.loop_phis: list = []  # (Phi, start, next, header block)
+        self.body_prologues: dict = {}  # numba label -> LazyElement to materialise there
+        self.loop_conds: dict = {}  # id(cond value) -> LoopStep
+        self.b: Builder = None  # set in run()
+
+    # --- driver --------------------------------------------------------------------------------
+
+    def run(self) -> Function:
+        self._refuse_function_level_constructs()
+        self.b = self._new_function()
+        order = _numba_rpo(self.fir.blocks)
+        for label in order:
+            self.blocks[label] = self.b.new_block(hint=f"L{label}")
+        self._ensure_entry_has_no_predecessors(order[0])
+        for label in order:
+            self._import_block(label, self.fir.blocks[label])
+        self._fill_phis()
+        return self.b.function
+
+    def _new_function(self) -> Builder:
+        names, types_ = [], []
+        for i, (name, t) in enumerate(zip(self.fir.arg_names, self.typed.argtypes)):
+            if not isinstance(t, nbt.Omitted):
+                names.append(name)
+                types_.append(from_numba(t))
+        loc = self._loc(self.fir.loc)
+        b = Builder.new_function(self.py_func.__name__, types_, names,
+                                 from_numba(self.typed.return_type), py_func=self.py_func,
+                                 loc=loc)
+        self._arg_values = {}
+        it = iter(b.function.args)
+        for i, t in enumerate(self.typed.argtypes):
+            self._arg_values[i] = t if isinstance(t, nbt.Omitted) else next(it)
+        return b
+
+    def _ensure_entry_has_no_predecessors(self, entry_label) -> None:
+        targets = {t for blk in self.fir.blocks.values() for t in blk.terminator.get_targets()}
+        if entry_label in targets:
+            trampoline = Block(hint="entry")
+            self.b.function.blocks.insert(0, trampoline)
+            trampoline.function = self.b.function
+            self.b.position_at_end(trampoline)
+            self.b.jump(self.blocks[entry_label])
+
+    def _import_block(self, label, nblock) -> None:
+        block = self.blocks[label]
+        self.b.position_at_end(block)
+        lazy = self.body_prologues.get(label)
+        if lazy is not None:
+            self.b.loc = self._loc(nblock.body[0].loc)
+            lazy.value = lazy.build(self.b)
+        for stmt in nblock.body:
+            self.b.loc = self._loc(stmt.loc)
+            self.stmt = stmt
+            handler = _STMT_HANDLERS.get(type(stmt))
+            if handler is None:
+                self._unsupported_stmt(stmt)
+            handler(self, stmt)
+
+    # --- errors --------------------------------------------------------------------------------
+
+    def _loc(self, loc) -> SourceLoc:
+        return SourceLoc(getattr(loc, "filename", "<unknown>") or "<unknown>",
+                         getattr(loc, "line", 0) or 0)
+
+    def unsupported(self, construct: str, hint: str, loc=None):
+        loc = loc or self.b.loc if self.b is not None else self._loc(self.fir.loc)
+        raise UnsupportedError(
+            construct, function=self.py_func.__qualname__,
+            argtypes=tuple(str(t) for t in self.typed.argtypes), loc=loc, hint=hint,
+            source_line=linecache.getline(loc.filename, loc.line))
+
+    def _refuse_function_level_constructs(self) -> None:
+        if self.fir.is_generator:
+            self.unsupported("generators (a function that uses `yield`)",
+                             "return an array of the values instead of yielding them",
+                             self._loc(self.fir.loc))
+
+    def _unsupported_stmt(self, stmt):
+        what = {ir.Print: ("print()", "remove the print from the kernel you differentiate"),
+                ir.EnterWith: ("`with` blocks (objmode and context managers)",
+                               "move the code outside the `with` block"),
+                ir.PopBlock: ("try/except or `with` blocks", "move the try/except out of the "
+                              "kernel; check inputs before calling it"),
+                ir.TryRaise: ("try/except", "move the try/except out of the kernel"),
+                ir.StaticTryRaise: ("try/except", "move the try/except out of the kernel"),
+                ir.DynamicTryRaise: ("try/except", "move the try/except out of the kernel"),
+                ir.SetAttr: ("attribute assignment", "write to an array instead"),
+                ir.DelItem: ("`del x[i]`", "use arrays and index them"),
+                }.get(type(stmt), (f"the numba IR statement {type(stmt).__name__}",
+                                   "write the kernel without this construct, or report it"))
+        self.unsupported(*what)
+
+    # --- variables -----------------------------------------------------------------------------
+
+    def lookup(self, var):
+        try:
+            return self.bindings[var.name]
+        except KeyError:
+            self.unsupported(f"a use of variable {var.name!r} before moonlite saw its definition",
+                             "this is a moonlite bug: please report the kernel")
+
+    def value(self, var) -> Value:
+        """The IR value of a numba variable, materialising compile-time objects if needed."""
+        bound = self.lookup(var)
+        if isinstance(bound, Value):
+            return bound
+        if isinstance(bound, st.LazyElement) and bound.value is not None:
+            return bound.value
+        if isinstance(bound, st.StaticObject):
+            return self.b.global_ref(bound.obj, from_numba(self.typemap[var.name]))
+        self.unsupported(f"using {type(bound).__name__} {var.name!r} as a value",
+                         "keep ranges, iterators and exceptions inside their for/raise "
+                         "statements")
+
+    def type_of(self, var):
+        return from_numba(self.typemap[var.name])
+
+    def bind(self, target, bound) -> None:
+        if isinstance(bound, Value) and bound.hint is None and not target.name.startswith("$"):
+            bound.hint = target.name.split(".")[0]
+        self.bindings[target.name] = bound
+
+    # --- statements ----------------------------------------------------------------------------
+
+    def on_assign(self, stmt) -> None:
+        handler = _VALUE_HANDLERS.get(type(stmt.value))
+        if handler is None:
+            self.unsupported(f"the numba IR value {type(stmt.value).__name__}",
+                             "write the kernel without this construct")
+        self.bind(stmt.target, handler(self, stmt.value, stmt.target))
+
+    def on_setitem(self, stmt) -> None:
+        target = self.value(stmt.target)
+        index = self.value(stmt.index)
+        value = self._coerce_setitem_value(stmt, target, self.value(stmt.value))
+        self.b.setitem(target, index, value)
+
+    def on_static_setitem(self, stmt) -> None:
+        target = self.value(stmt.target)
+        if stmt.index_var is not None:
+            index = self.value(stmt.index_var)
+        else:
+            index = self._static_index(stmt.index)
+        value = self._coerce_setitem_value(stmt, target, self.value(stmt.value))
+        self.b.setitem(target, index, value)
+
+    def _coerce_setitem_value(self, stmt, target, value):
+        sig = self.calltypes.get(stmt)
+        if sig is not None and len(sig.args) == 3:
+            return self._coerce(value, from_numba(sig.args[2]))
+        return value
+
+    def _static_index(self, index) -> Value:
+        if isinstance(index, slice):
+            parts = [self.b.const(p) if p is not None else self.b.const(None, none)
+                     for p in (index.start, index.stop, index.step)]
+            return self.b.build_slice(*parts)
+        if isinstance(index, tuple):
+            return self.b.build_tuple([self._static_index(i) for i in index])
+        return self.b.const(index)
+
+    def on_jump(self, stmt) -> None:
+        self.b.jump(self.blocks[stmt.target])
+
+    def on_branch(self, stmt) -> None:
+        cond = self.value(stmt.cond)
+        if not isinstance(cond.type, BoolType):
+            cond = self.b.cast(cond, BoolType())
+        step = self.loop_conds.get(id(cond))
+        if step is not None and isinstance(step.element, st.LazyElement):
+            self.body_prologues[stmt.truebr] = step.element
+        self.b.branch(cond, self.blocks[stmt.truebr], self.blocks[stmt.falsebr])
+
+    def on_return(self, stmt) -> None:
+        self.b.ret(self._coerce(self.value(stmt.value), self.b.function.return_type))
+
+    def on_static_raise(self, stmt) -> None:
+        args = [self._const_value(a) for a in (stmt.exc_args or ())]
+        self.b.raise_(stmt.exc_class, args)
+
+    def on_dynamic_raise(self, stmt) -> None:
+        args = [self.value(a) if isinstance(a, ir.Var) else self._const_value(a)
+                for a in (stmt.exc_args or ())]
+        self.b.raise_(stmt.exc_class, args)
+
+    def on_raise(self, stmt) -> None:
+        exc = self.lookup(stmt.exception) if stmt.exception is not None else None
+        if isinstance(exc, st.ExceptionInstance):
+            self.b.raise_(exc.exc_class, exc.args)
+        elif isinstance(exc, st.StaticObject):
+            self.b.raise_(exc.obj, [])
+        else:
+            self.unsupported("re-raising an exception", "raise a new exception instead")
+
+    def _const_value(self, value) -> Value:
+        if value is None:
+            return self.b.const(None, none)
+        t = nb.typeof(value)
+        return self.b.const(value, from_numba(t))
+
+    # --- values ----------------------------------------------------------------------------------
+
+    def on_arg(self, value, target):
+        bound = self._arg_values[value.index]
+        if isinstance(bound, nbt.Omitted):
+            return self._const_value(bound.value)
+        return bound
+
+    def on_var(self, value, target):
+        return self.lookup(value)
+
+    def on_const(self, value, target):
+        t = self.typemap.get(target.name)
+        mtype = from_numba(t) if t is not None else from_numba(nb.typeof(value.value))
+        return self.b.const(value.value, mtype)
+
+    def on_global(self, value, target):
+        obj = value.value
+        t = self.typemap.get(target.name)
+        if isinstance(obj, np.ndarray) or isinstance(obj, (bool, int, float, np.number)) \
+                or obj is None or (isinstance(obj, tuple) and t is not None
+                                   and isinstance(from_numba(t), TupleType)):
+            return self.b.const(obj, from_numba(t) if t is not None
+                                else from_numba(nb.typeof(obj)))
+        if isinstance(obj, complex):
+            return self.b.const(obj, from_numba(t))
+        return st.StaticObject(obj)
+
+    def on_expr(self, expr, target):
+        handler = _EXPR_HANDLERS.get(expr.op)
+        if handler is None:
+            self.unsupported(*_unsupported_expr(expr))
+        return handler(self, expr, target)
+
+    # --- expressions -----------------------------------------------------------------------------
+
+    def ex_binop(self, expr, target):
+        cls = ops.BINARY_OP_BY_PYFUNC.get(expr.fn)
+        if cls is None:
+            self.unsupported(f"the operator {expr.fn}", "rewrite it with supported arithmetic")
+        lhs, rhs = self._coerced_operands(expr, [expr.lhs, expr.rhs])
+        return self.b.binary(cls, lhs, rhs, self.type_of(target))
+
+    def ex_inplace_binop(self, expr, target):
+        cls = ops.BINARY_OP_BY_PYFUNC.get(expr.immutable_fn)
+        if cls is None:
+            self.unsupported(f"the in-place operator {expr.fn}", "rewrite it as x = x op y")
+        lhs, rhs = self._coerced_operands(expr, [expr.lhs, expr.rhs])
+        if isinstance(lhs.type, ArrayType):
+            return self.b.inplace(cls, lhs, rhs)
+        return self.b.binary(cls, lhs, rhs, self.type_of(target))
+
+    def ex_unary(self, expr, target):
+        cls = next((c for c in ops.UNARY_OPS if c.PYFUNC is expr.fn or c.NUMBA_SYMBOL == expr.fn),
+                   None)
+        if cls is None:
+            self.unsupported(f"the unary operator {expr.fn}", "rewrite it with arithmetic")
+        (value,) = self._coerced_operands(expr, [expr.value])
+        return self.b.unary(cls, value, self.type_of(target))
+
+    def ex_cast(self, expr, target):
+        return self.value(expr.value)  # return casts happen at `ret`, to the declared type
+
+    def ex_phi(self, expr, target):
+        phi = self.b.phi(self.type_of(target), hint=None)
+        self.pending_phis.append((phi, expr))
+        return phi.result
+
+    def ex_getattr(self, expr, target):
+        base = self.lookup(expr.value)
+        t = self.typemap[target.name]
+        if isinstance(base, st.StaticObject):
+            attr = getattr(base.obj, expr.attr)
+            if isinstance(attr, (int, float, bool, np.number)):
+                return self.b.const(attr, from_numba(t))
+            return st.StaticObject(attr)
+        if isinstance(t, nbt.BoundFunction):
+            return st.BoundMethod(self.value(expr.value), expr.attr)
+        return self.b.getattr(self.value(expr.value), expr.attr, from_numba(t))
+
+    def ex_getitem(self, expr, target):
+        return self._getitem(self.value(expr.value), self.value(expr.index), target)
+
+    def ex_static_getitem(self, expr, target):
+        base = self.lookup(expr.value)
+        if isinstance(base, Value) and isinstance(base.type, TupleType) \
+                and isinstance(expr.index, int):
+            return self.b.tuple_getitem(base, expr.index)
+        index = (self.value(expr.index_var) if expr.index_var is not None
+                 else self._static_index(expr.index))
+        return self._getitem(self.value(expr.value), index, target)
+
+    def _getitem(self, value, index, target):
+        if isinstance(value.type, TupleType):
+            k = ops.constant_value(index)
+            if isinstance(k, int):
+                return self.b.tuple_getitem(value, k)
+        return self.b.getitem(value, index, self.type_of(target))
+
+    def ex_build_tuple(self, expr, target):
+        return self.b.build_tuple([self.value(v) for v in expr.items])
+
+    def ex_exhaust_iter(self, expr, target):
+        value = self.value(expr.value)
+        if not isinstance(value.type, TupleType):
+            self.unsupported(f"unpacking a value of type {value.type}",
+                             "unpack tuples only (index arrays explicitly)")
+        return value
+
+    def ex_call(self, expr, target):
+        if expr.vararg is not None or expr.varkwarg is not None:
+            self.unsupported("calls with *args or **kwargs", "pass arguments explicitly")
+        callee = self.lookup(expr.func)
+        if isinstance(callee, st.BoundMethod):
+            return self._method_call(callee, expr, target)
+        if not isinstance(callee, st.StaticObject):
+            self.unsupported("a call of a function held in a variable",
+                             "call the function by its global name")
+        return self._call(callee.obj, expr, target)
+
+    def _call(self, fn, expr, target):
+        special = _SPECIAL_CALLS.get(fn) if _hashable(fn) else None
+        if special is not None:
+            return special(self, expr, target)
+        if isinstance(fn, type) and issubclass(fn, BaseException):
+            return st.ExceptionInstance(fn, [self.value(a) for a in expr.args])
+        if isinstance(fn, nbt.NumberClass) or _is_number_class(self.typemap[expr.func.name]):
+            return self._cast_call(expr, target)
+        if isinstance(fn, nb.Dispatcher) and not nb.is_njit_dispatcher(fn):
+            self.unsupported("object-mode code (a call into a function compiled without "
+                             "nopython)", "make the callee @njit")
+        if type(fn).__name__ in ("ObjModeLiftedWith", "LiftedWith", "LiftedLoop"):
+            self.unsupported("an objmode block", "move the object-mode code out of the kernel")
+        args = self._coerced_call_args(expr)
+        kws = {name: self.value(v) for name, v in expr.kws}
+        return self.b.call(fn, args, kws, self.type_of(target))
+
+    def _method_call(self, method: st.BoundMethod, expr, target):
+        args = [self.value(a) for a in expr.args]
+        kws = {name: self.value(v) for name, v in expr.kws}
+        return self.b.method_call(method.name, method.receiver, args, kws, self.type_of(target))
+
+    def _cast_call(self, expr, target):
+        t = self.type_of(target)
+        if len(expr.args) != 1 or expr.kws or not isinstance(t, _NUMBER_TYPES):
+            args = [self.value(a) for a in expr.args]
+            return self.b.call(self.lookup(expr.func).obj, args, None, t)
+        value = self.value(expr.args[0])
+        if not isinstance(value.type, _NUMBER_TYPES):
+            return self.b.call(self.lookup(expr.func).obj, [value], None, t)
+        return self.b.cast(value, t)
+
+    def call_range(self, expr, target):
+        args = [self.value(a) for a in expr.args]
+        if len(args) == 1:
+            args = [self.b.const(0, args[0].type), args[0]]
+        if len(args) == 2:
+            args.append(self.b.const(1, args[0].type))
+        return st.RangeArgs(*args)
+
+    def call_zip(self, expr, target):
+        return st.ZipArgs([self.lookup(a) for a in expr.args])
+
+    def call_enumerate(self, expr, target):
+        if len(expr.args) != 1 or expr.kws:
+            self.unsupported("enumerate() with a start value", "add the offset to the index")
+        return st.EnumerateArgs(self.lookup(expr.args[0]))
+
+    def call_slice(self, expr, target):
+        parts = [self.value(a) for a in expr.args]
+        while len(parts) < 3:
+            parts.append(self.b.const(None, none))
+        if len(expr.args) == 1:  # slice(stop)
+            parts = [parts[1], parts[0], parts[2]]
+        return self.b.build_slice(*parts)
+
+    def call_bool(self, expr, target):
+        (value,) = [self.value(a) for a in expr.args]
+        return self.b.cast(value, BoolType()) if isinstance(value.type, _NUMBER_TYPES) \
+            else self.b.call(bool, [value], None, BoolType())
+
+    def ex_getiter(self, expr, target):
+        iterable = self.lookup(expr.value)
+        index_type = from_numba(getattr(self.typemap[target.name], "yield_type", nbt.intp))
+        try:
+            return counted_loop(self.b, iterable, index_type)
+        except NotIterable as exc:
+            self.unsupported(f"for-loops with {exc}",
+                             "loop over range(len(...)) and index explicitly")
+
+    def ex_iternext(self, expr, target):
+        loop = self.lookup(expr.value)
+        if not isinstance(loop, CountedLoop):
+            self.unsupported("iterators used outside a for statement", "use a for loop")
+        header = self.b.block
+        phi = self.b.phi(loop.index_type, hint="i")
+        cond, nxt = loop.emit_header(self.b, phi.result)
+        self.loop_phis.append((phi, loop.start, nxt, header))
+        if loop.element is None:
+            element = phi.result
+        else:
+            element = st.LazyElement(lambda b, idx=phi.result, f=loop.element: f(b, idx))
+        step = st.LoopStep(element, cond)
+        self.loop_conds[id(cond)] = step
+        return step
+
+    def ex_pair_first(self, expr, target):
+        return self._loop_step(expr).element
+
+    def ex_pair_second(self, expr, target):
+        return self._loop_step(expr).cond
+
+    def _loop_step(self, expr) -> st.LoopStep:
+        step = self.lookup(expr.value)
+        if not isinstance(step, st.LoopStep):
+            self.unsupported("iterator protocol outside a for statement", "use a for loop")
+        return step
+
+    # --- implicit conversions ------------------------------------------------------------------
+
+    def _coerce(self, value: Value, to) -> Value:
+        """Insert the scalar conversion numba would do implicitly (int -> float, ...)."""
+        if value.type != to and isinstance(value.type, _NUMBER_TYPES) \
+                and isinstance(to, _NUMBER_TYPES):
+            return self.b.cast(value, to)
+        return value
+
+    def _coerced_operands(self, expr, nvars) -> list:
+        values = [self.value(v) for v in nvars]
+        sig = self.calltypes.get(expr)
+        if sig is None or len(sig.args) != len(values):
+            return values
+        return [self._coerce(v, from_numba(t)) for v, t in zip(values, sig.args)]
+
+    def _coerced_call_args(self, expr) -> list:
+        values = [self.value(a) for a in expr.args]
+        sig = self.calltypes.get(expr)
+        if sig is None or len(sig.args) < len(values):
+            return values  # star-args signatures (min, max) type a tuple of all arguments
+        return [self._coerce(v, from_numba(t)) for v, t in zip(values, sig.args)]
+
+    # --- phis ------------------------------------------------------------------------------------
+
+    def _fill_phis(self) -> None:
+        fn = self.b.function
+        preds = predecessors(fn)
+        label_of = {block: label for label, block in self.blocks.items()}
+        for phi, expr in self.pending_phis:
+            incoming = dict(zip(expr.incoming_blocks, expr.incoming_values))
+            for pred in preds[phi.block]:
+                var = incoming.get(label_of.get(pred), ir.UNDEFINED)
+                phi.add_incoming(pred, self._phi_operand(var, phi, pred))
+        dom = Dominators(fn)
+        for phi, start, nxt, header in self.loop_phis:
+            for pred in preds[header]:
+                phi.add_incoming(pred, nxt if dom.dominates(header, pred) else start)
+
+    def _phi_operand(self, var, phi, pred: Block) -> Value:
+        if var is ir.UNDEFINED or not isinstance(var, ir.Var):
+            return self._undef(phi.result.type)
+        self.b.loc = phi.loc
+        value = self.value_at_end(var, pred)
+        if value.type != phi.result.type:
+            value = self._cast_at_end(pred, value, phi.result.type)
+        return value
+
+    def value_at_end(self, var, block: Block) -> Value:
+        bound = self.lookup(var)
+        if isinstance(bound, st.LazyElement):
+            return bound.value
+        if not isinstance(bound, Value):
+            self.unsupported(f"a loop-carried {type(bound).__name__}",
+                             "keep such objects out of loops and branches")
+        return bound
+
+    def _cast_at_end(self, block: Block, value: Value, to) -> Value:
+        if not (isinstance(value.type, _NUMBER_TYPES) and isinstance(to, _NUMBER_TYPES)):
+            self.unsupported(f"a variable that is {value.type} on one path and {to} on another",
+                             "give the variable one type on every path")
+        cast = ops.Cast(value, to, self.b.loc)
+        block.insert(len(block.ops) - 1, cast)
+        return cast.result
+
+    def _undef(self, t) -> Value:
+        undef = ops.Undef((), t, self.b.function.loc)
+        self.b.function.entry.insert(0, undef)
+        return undef.result
+
+
+def _hashable(obj) -> bool:
+    try:
+        hash(obj)
+        return True
+    except TypeError:
+        return False
+
+
+def _is_number_class(t) -> bool:
+    return isinstance(t, nbt.NumberClass)
+
+
+def _unsupported_expr(expr) -> tuple:
+    known = {
+        "build_list": ("list literals", "use a numpy array or a tuple"),
+        "build_set": ("set literals", "use a numpy array"),
+        "build_map": ("dict literals", "use arrays or tuples"),
+        "make_function": ("closures and lambdas that numba does not inline",
+                          "make the inner function a separate @njit function"),
+        "yield": ("generators", "return an array instead"),
+    }
+    return known.get(expr.op, (f"the numba IR expression {expr.op!r}",
+                               "write the kernel without this construct, or report it"))
+
+
+def _numba_rpo(blocks: dict) -> list:
+    """Labels of the blocks reachable from the entry, in reverse post-order."""
+    entry = min(blocks)
+    seen, order = {entry}, []
+    stack = [(entry, iter(blocks[entry].terminator.get_targets()))]
+    while stack:
+        label, succs = stack[-1]
+        nxt = next((s for s in succs if s not in seen), None)
+        if nxt is None:
+            order.append(label)
+            stack.pop()
+        else:
+            seen.add(nxt)
+            stack.append((nxt, iter(blocks[nxt].terminator.get_targets())))
+    order.reverse()
+    return order
+
+
+_STMT_HANDLERS = {
+    ir.Assign: Importer.on_assign,
+    ir.SetItem: Importer.on_setitem,
+    ir.StaticSetItem: Importer.on_static_setitem,
+    ir.Jump: Importer.on_jump,
+    ir.Branch: Importer.on_branch,
+    ir.Return: Importer.on_return,
+    ir.StaticRaise: Importer.on_static_raise,
+    ir.DynamicRaise: Importer.on_dynamic_raise,
+    ir.Raise: Importer.on_raise,
+}
+
+_VALUE_HANDLERS = {
+    ir.Arg: Importer.on_arg,
+    ir.Var: Importer.on_var,
+    ir.Const: Importer.on_const,
+    ir.Global: Importer.on_global,
+    ir.FreeVar: Importer.on_global,
+    ir.Expr: Importer.on_expr,
+}
+
+_EXPR_HANDLERS = {
+    "binop": Importer.ex_binop,
+    "inplace_binop": Importer.ex_inplace_binop,
+    "unary": Importer.ex_unary,
+    "cast": Importer.ex_cast,
+    "phi": Importer.ex_phi,
+    "getattr": Importer.ex_getattr,
+    "getitem": Importer.ex_getitem,
+    "static_getitem": Importer.ex_static_getitem,
+    "build_tuple": Importer.ex_build_tuple,
+    "exhaust_iter": Importer.ex_exhaust_iter,
+    "call": Importer.ex_call,
+    "getiter": Importer.ex_getiter,
+    "iternext": Importer.ex_iternext,
+    "pair_first": Importer.ex_pair_first,
+    "pair_second": Importer.ex_pair_second,
+}
+
+_SPECIAL_CALLS = {
+    range: Importer.call_range,
+    zip: Importer.call_zip,
+    enumerate: Importer.call_enumerate,
+    slice: Importer.call_slice,
+    bool: Importer.call_bool,
+    float: Importer._cast_call,
+    int: Importer._cast_call,
+}

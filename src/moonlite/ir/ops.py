@@ -1,0 +1,487 @@
+"""moonlite IR operations: one class per operation, each with its operand/result schema.
+
+Arithmetic follows numba's semantics (and its type promotion rules): an op's result type is the
+type numba infers for the matching Python operation, which the builder asks numba for
+(`typing.py`). Arithmetic classes carry the Python operator they stand for (`PYFUNC`), which is
+what lowering emits and what AD rule tables are keyed by.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import ClassVar, Optional, Sequence
+
+from ..errors import UNKNOWN_LOC, SourceLoc
+from .core import (ANY, ARRAY, BOOL, INDEX, NUMERIC, SLICE_PART, TUPLE, Block, Op, OperandDef,
+                   Terminator, Value)
+from .types import ArrayType, BoolType, TupleType, Type
+
+
+def _short(obj) -> str:
+    """A readable name for a Python object referenced by the IR (a callee, an exception class)."""
+    mod = getattr(obj, "__module__", None) or ""
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if name is None:
+        py_func = getattr(obj, "py_func", None)
+        name = getattr(py_func, "__qualname__", repr(obj))
+    if mod in ("builtins", "") or mod.startswith("numba") and hasattr(obj, "py_func"):
+        return name
+    if mod.startswith("numpy"):
+        return f"np.{name}"
+    return f"{mod}.{name}"
+
+
+# --- values from nothing ---------------------------------------------------------------------
+
+class Constant(Op):
+    """A compile-time constant: a number, bool, None, string or (read-only) numpy array."""
+
+    OPERANDS = ()
+    MNEMONIC = "const"
+
+    def __init__(self, value, type: Type, loc: SourceLoc = UNKNOWN_LOC, hint=None):
+        super().__init__((), type, loc, hint)
+        self.value = value
+
+    def attributes(self) -> str:
+        if hasattr(self.value, "shape") and getattr(self.value, "ndim", 0) > 0:
+            return f"<array shape={self.value.shape}>"
+        return repr(self.value)
+
+
+class GlobalRef(Op):
+    """A Python object used as a value (a dtype class passed as `dtype=`, a function value)."""
+
+    OPERANDS = ()
+    MNEMONIC = "global"
+
+    def __init__(self, obj, type: Type, loc: SourceLoc = UNKNOWN_LOC, hint=None):
+        super().__init__((), type, loc, hint)
+        self.obj = obj
+
+    def attributes(self) -> str:
+        return _short(self.obj)
+
+
+class Undef(Op):
+    """A value on a path where the source never assigned it (read there would be a bug)."""
+
+    OPERANDS = ()
+
+
+# --- arithmetic --------------------------------------------------------------------------------
+
+class BinaryOp(Op):
+    """`lhs <op> rhs` on numbers or arrays (with broadcasting), as numba computes it."""
+
+    OPERANDS = (OperandDef("lhs", NUMERIC), OperandDef("rhs", NUMERIC))
+    RESULT = NUMERIC
+    PYFUNC: ClassVar = None
+    SYMBOL: ClassVar[str] = "?"
+
+    def __init__(self, lhs: Value, rhs: Value, type: Type, loc=UNKNOWN_LOC, hint=None):
+        super().__init__((lhs, rhs), type, loc, hint)
+
+
+class Add(BinaryOp):
+    PYFUNC, SYMBOL = operator.add, "+"
+
+
+class Sub(BinaryOp):
+    PYFUNC, SYMBOL = operator.sub, "-"
+
+
+class Mul(BinaryOp):
+    PYFUNC, SYMBOL = operator.mul, "*"
+
+
+class TrueDiv(BinaryOp):
+    PYFUNC, SYMBOL = operator.truediv, "/"
+
+
+class FloorDiv(BinaryOp):
+    PYFUNC, SYMBOL = operator.floordiv, "//"
+
+
+class Mod(BinaryOp):
+    PYFUNC, SYMBOL = operator.mod, "%"
+
+
+class Pow(BinaryOp):
+    PYFUNC, SYMBOL = operator.pow, "**"
+
+
+class MatMul(BinaryOp):
+    PYFUNC, SYMBOL = operator.matmul, "@"
+
+
+class BitAnd(BinaryOp):
+    PYFUNC, SYMBOL = operator.and_, "&"
+
+
+class BitOr(BinaryOp):
+    PYFUNC, SYMBOL = operator.or_, "|"
+
+
+class BitXor(BinaryOp):
+    PYFUNC, SYMBOL = operator.xor, "^"
+
+
+class LShift(BinaryOp):
+    PYFUNC, SYMBOL = operator.lshift, "<<"
+
+
+class RShift(BinaryOp):
+    PYFUNC, SYMBOL = operator.rshift, ">>"
+
+
+class Compare(BinaryOp):
+    """A comparison: bool on scalars, a bool array on arrays."""
+
+    def type_errors(self) -> list:
+        t = self.result.type
+        ok = isinstance(t, BoolType) or (isinstance(t, ArrayType) and isinstance(t.dtype, BoolType))
+        return [] if ok else [f"comparison result must be bool, is {t}"]
+
+
+class Lt(Compare):
+    PYFUNC, SYMBOL = operator.lt, "<"
+
+
+class Le(Compare):
+    PYFUNC, SYMBOL = operator.le, "<="
+
+
+class Gt(Compare):
+    PYFUNC, SYMBOL = operator.gt, ">"
+
+
+class Ge(Compare):
+    PYFUNC, SYMBOL = operator.ge, ">="
+
+
+class Eq(Compare):
+    PYFUNC, SYMBOL = operator.eq, "=="
+
+
+class Ne(Compare):
+    PYFUNC, SYMBOL = operator.ne, "!="
+
+
+BINARY_OPS = (Add, Sub, Mul, TrueDiv, FloorDiv, Mod, Pow, MatMul, BitAnd, BitOr, BitXor, LShift,
+              RShift, Lt, Le, Gt, Ge, Eq, Ne)
+BINARY_OP_BY_PYFUNC = {cls.PYFUNC: cls for cls in BINARY_OPS}
+
+
+class InplaceBinary(Op):
+    """`target <op>= value` on an array: writes into `target`; the result is `target` itself."""
+
+    OPERANDS = (OperandDef("target", ARRAY), OperandDef("value", NUMERIC))
+    RESULT = ARRAY
+    MNEMONIC = "inplace"
+
+    def __init__(self, binop: type, target: Value, value: Value, loc=UNKNOWN_LOC, hint=None):
+        super().__init__((target, value), target.type, loc, hint)
+        self.binop = binop
+
+    def attributes(self) -> str:
+        return self.binop.SYMBOL + "="
+
+    def type_errors(self) -> list:
+        errors = []
+        if self.result.type != self.target.type:
+            errors.append("in-place result must have the target's type")
+        if getattr(self.target.type, "readonly", False):
+            errors.append("in-place update of a read-only array")
+        return errors
+
+
+class UnaryOp(Op):
+    OPERANDS = (OperandDef("value", NUMERIC),)
+    RESULT = NUMERIC
+    PYFUNC: ClassVar = None
+    SYMBOL: ClassVar[str] = "?"
+    NUMBA_SYMBOL: ClassVar[str] = "?"  # how numba's IR spells the operator
+
+    def __init__(self, value: Value, type: Type, loc=UNKNOWN_LOC, hint=None):
+        super().__init__((value,), type, loc, hint)
+
+
+class Neg(UnaryOp):
+    PYFUNC, SYMBOL, NUMBA_SYMBOL = operator.neg, "-", "-"
+
+
+class Pos(UnaryOp):
+    PYFUNC, SYMBOL, NUMBA_SYMBOL = operator.pos, "+", "+"
+
+
+class Not(UnaryOp):
+    PYFUNC, SYMBOL, NUMBA_SYMBOL = operator.not_, "not", "not"
+
+
+class Invert(UnaryOp):
+    PYFUNC, SYMBOL, NUMBA_SYMBOL = operator.invert, "~", "~"
+
+
+UNARY_OPS = (Neg, Pos, Not, Invert)
+UNARY_OP_BY_SYMBOL = {cls.NUMBA_SYMBOL: cls for cls in UNARY_OPS}
+
+
+class Cast(Op):
+    """Convert a scalar to another scalar type (numba's conversion rules: float->int truncates)."""
+
+    OPERANDS = (OperandDef("value", NUMERIC),)
+    RESULT = NUMERIC
+
+    def __init__(self, value: Value, type: Type, loc=UNKNOWN_LOC, hint=None):
+        super().__init__((value,), type, loc, hint)
+
+    def type_errors(self) -> list:
+        if not self.result.type.is_scalar or not self.value.type.is_scalar:
+            return ["cast converts scalars only"]
+        return []
+
+
+class Select(Op):
+    """`if_true if cond else if_false`, without control flow (both sides are already computed)."""
+
+    OPERANDS = (OperandDef("cond", BOOL), OperandDef("if_true"), OperandDef("if_false"))
+
+    def __init__(self, cond, if_true, if_false, loc=UNKNOWN_LOC, hint=None):
+        super().__init__((cond, if_true, if_false), if_true.type, loc, hint)
+
+    def type_errors(self) -> list:
+        if self.if_true.type != self.if_false.type or self.result.type != self.if_true.type:
+            return ["select needs both sides and its result of one type"]
+        return []
+
+
+# --- calls -----------------------------------------------------------------------------------
+
+class Call(Op):
+    """A call of a Python object numba can call: a `math`/numpy function, an njit function, a
+    builtin. `callee` is the object itself; trailing operands may be passed by keyword."""
+
+    OPERANDS = (OperandDef("args", ANY, variadic=True),)
+
+    def __init__(self, callee, args: Sequence[Value], type: Type, kwnames: Sequence[str] = (),
+                 loc=UNKNOWN_LOC, hint=None):
+        super().__init__(tuple(args), type, loc, hint)
+        self.callee = callee
+        self.kwnames = tuple(kwnames)
+
+    @property
+    def positional(self) -> tuple:
+        return self.operands[:len(self.operands) - len(self.kwnames)]
+
+    @property
+    def keywords(self) -> dict:
+        kw = self.operands[len(self.operands) - len(self.kwnames):]
+        return dict(zip(self.kwnames, kw))
+
+    def attributes(self) -> str:
+        return _short(self.callee)
+
+
+class MethodCall(Op):
+    """`receiver.method(args)`: a method numba implements on arrays (`a.sum()`, `a.copy()`)."""
+
+    OPERANDS = (OperandDef("receiver"), OperandDef("args", ANY, variadic=True))
+
+    def __init__(self, method: str, receiver: Value, args: Sequence[Value], type: Type,
+                 kwnames: Sequence[str] = (), loc=UNKNOWN_LOC, hint=None):
+        super().__init__((receiver, *args), type, loc, hint)
+        self.method = method
+        self.kwnames = tuple(kwnames)
+
+    @property
+    def positional(self) -> tuple:
+        return self.args[:len(self.args) - len(self.kwnames)]
+
+    @property
+    def keywords(self) -> dict:
+        return dict(zip(self.kwnames, self.args[len(self.args) - len(self.kwnames):]))
+
+    def attributes(self) -> str:
+        return "." + self.method
+
+
+class GetAttr(Op):
+    """`value.name` for data attributes (`a.shape`, `a.size`, `a.T`, `a.ndim`)."""
+
+    OPERANDS = (OperandDef("value"),)
+
+    def __init__(self, value: Value, name: str, type: Type, loc=UNKNOWN_LOC, hint=None):
+        super().__init__((value,), type, loc, hint)
+        self.name = name
+
+    def attributes(self) -> str:
+        return "." + self.name
+
+
+# --- arrays, tuples, slices ------------------------------------------------------------------
+
+class GetItem(Op):
+    """`value[index]` on an array (element or view) or a homogeneous tuple."""
+
+    OPERANDS = (OperandDef("value"), OperandDef("index", INDEX))
+
+    def __init__(self, value: Value, index: Value, type: Type, loc=UNKNOWN_LOC, hint=None):
+        super().__init__((value, index), type, loc, hint)
+
+    def type_errors(self) -> list:
+        if not isinstance(self.value.type, (ArrayType, TupleType)):
+            return [f"getitem needs an array or tuple, got {self.value.type}"]
+        return []
+
+
+class SetItem(Op):
+    """`target[index] = value`: writes into the array `target`."""
+
+    OPERANDS = (OperandDef("target", ARRAY), OperandDef("index", INDEX), OperandDef("value"))
+    RESULT = None
+
+    def __init__(self, target: Value, index: Value, value: Value, loc=UNKNOWN_LOC):
+        super().__init__((target, index, value), None, loc)
+
+    def type_errors(self) -> list:
+        if self.target.type.readonly:
+            return ["setitem on a read-only array"]
+        return []
+
+
+class TupleGetItem(Op):
+    """`t[k]` for a constant k: the k-th element of a (possibly heterogeneous) tuple."""
+
+    OPERANDS = (OperandDef("tuple", TUPLE),)
+
+    def __init__(self, tup: Value, index: int, loc=UNKNOWN_LOC, hint=None):
+        elements = tup.type.elements if isinstance(tup.type, TupleType) else ()
+        if not -len(elements) <= index < len(elements):
+            raise IndexError(f"tuple index {index} out of range for {tup.type}")
+        super().__init__((tup,), elements[index], loc, hint)
+        self.index = index
+
+    def attributes(self) -> str:
+        return f"[{self.index}]"
+
+    def type_errors(self) -> list:
+        if self.result.type != self.tuple.type.elements[self.index]:
+            return ["tuple element type does not match the result type"]
+        return []
+
+
+class BuildTuple(Op):
+    OPERANDS = (OperandDef("items", ANY, variadic=True),)
+    RESULT = TUPLE
+    MNEMONIC = "tuple"
+
+    def __init__(self, items: Sequence[Value], loc=UNKNOWN_LOC, hint=None):
+        items = tuple(items)
+        super().__init__(items, TupleType(tuple(v.type for v in items)), loc, hint)
+
+    def type_errors(self) -> list:
+        if self.result.type != TupleType(tuple(v.type for v in self.items)):
+            return ["tuple type does not match its items"]
+        return []
+
+
+class BuildSlice(Op):
+    """`start:stop:step`; absent parts are none-typed constants."""
+
+    OPERANDS = (OperandDef("start", SLICE_PART), OperandDef("stop", SLICE_PART),
+                OperandDef("step", SLICE_PART))
+    MNEMONIC = "slice"
+
+    def __init__(self, start, stop, step, type: Type, loc=UNKNOWN_LOC, hint=None):
+        super().__init__((start, stop, step), type, loc, hint)
+
+
+# --- SSA and control flow --------------------------------------------------------------------
+
+class Phi(Op):
+    """Chooses the value that arrives from the predecessor control came from."""
+
+    OPERANDS = (OperandDef("incoming_values", ANY, variadic=True),)
+
+    def __init__(self, type: Type, incoming: Sequence = (), loc=UNKNOWN_LOC, hint=None):
+        super().__init__((), type, loc, hint)
+        self.incoming_blocks: tuple = ()
+        for block, value in incoming:
+            self.add_incoming(block, value)
+
+    def add_incoming(self, block: Block, value: Value) -> None:
+        """Used while a function is being built: back edges are known only after their blocks."""
+        self.incoming_blocks = (*self.incoming_blocks, block)
+        self.operands = (*self.operands, value)
+
+    @property
+    def incoming(self) -> tuple:
+        return tuple(zip(self.incoming_blocks, self.operands))
+
+    def value_from(self, block: Block) -> Value:
+        return self.operands[self.incoming_blocks.index(block)]
+
+    def type_errors(self) -> list:
+        return [f"phi incoming value of type {v.type} differs from the phi's {self.result.type}"
+                for v in self.operands if v.type != self.result.type]
+
+
+class Jump(Terminator):
+    def __init__(self, target: Block, loc=UNKNOWN_LOC):
+        super().__init__((), None, loc)
+        self.target = target
+
+    def successors(self) -> tuple:
+        return (self.target,)
+
+
+class Branch(Terminator):
+    OPERANDS = (OperandDef("cond", BOOL),)
+    MNEMONIC = "br"
+
+    def __init__(self, cond: Value, if_true: Block, if_false: Block, loc=UNKNOWN_LOC):
+        super().__init__((cond,), None, loc)
+        self.if_true = if_true
+        self.if_false = if_false
+
+    def successors(self) -> tuple:
+        return (self.if_true, self.if_false)
+
+
+class Return(Terminator):
+    OPERANDS = (OperandDef("value"),)
+    MNEMONIC = "ret"
+
+    def __init__(self, value: Value, loc=UNKNOWN_LOC):
+        super().__init__((value,), None, loc)
+
+    def type_errors(self) -> list:
+        fn = self.block.function if self.block is not None else None
+        if fn is not None and self.value.type != fn.return_type:
+            return [f"returns {self.value.type} from a function declared to return "
+                    f"{fn.return_type}"]
+        return []
+
+
+class Raise(Terminator):
+    """Raise `exc_class(*args)`: lowers to the same exception numba would raise."""
+
+    OPERANDS = (OperandDef("args", ANY, variadic=True),)
+
+    def __init__(self, exc_class, args: Sequence[Value] = (), loc=UNKNOWN_LOC):
+        super().__init__(tuple(args), None, loc)
+        self.exc_class = exc_class
+
+    def attributes(self) -> str:
+        return _short(self.exc_class) if self.exc_class is not None else "<re-raise>"
+
+
+def constant_value(value: Value, default=None) -> Optional[object]:
+    """The Python value of `value` if a Constant op defines it, else `default`."""
+    op = getattr(value, "op", None)
+    return op.value if isinstance(op, Constant) else default
+
+
+def is_constant(value: Value) -> bool:
+    return isinstance(getattr(value, "op", None), Constant)

@@ -1,0 +1,94 @@
+"""Compile moonlite IR through numba into a dispatcher that keeps its IR.
+
+`MoonliteDispatcher` is a `CPUDispatcher` whose Python function is a stub with the IR's argument
+names. Its pipeline is numba's nopython pipeline with the bytecode translation pass replaced by a
+pass that emits numba IR from the kept moonlite IR, fresh for every compilation (numba's passes
+mutate the IR they are given). Everything after that is numba's: typing, NRT, LLVM codegen, and
+the dispatcher machinery that makes the result callable from Python and from other njit code.
+"""
+
+from __future__ import annotations
+
+import keyword
+
+from .. import _numba as nb
+from ..errors import LoweringError
+from ..ir.core import Function
+from .emit import NumbaEmitter
+
+
+@nb.register_pass(mutates_CFG=True, analysis_only=False)
+class EmitMoonliteIR(nb.FunctionPass):
+    """Stands in for numba's TranslateByteCode: the function's IR comes from moonlite."""
+
+    _name = "moonlite_emit_ir"
+
+    def __init__(self):
+        nb.FunctionPass.__init__(self)
+
+    def run_pass(self, state):
+        fn = state.func_id.func.__moonlite_ir__
+        state.func_ir = NumbaEmitter(fn, state.func_id).emit()
+        return True
+
+
+class LoweringPipeline(nb.CompilerBase):
+    def define_pipelines(self):
+        full = nb.DefaultPassBuilder.define_nopython_pipeline(self.state)
+        pm = nb.PassManager("moonlite_lowering")
+        for pass_cls, description in full.passes:
+            if pass_cls is nb.untyped_passes.TranslateByteCode:
+                pm.add_pass(EmitMoonliteIR, "emit numba IR from moonlite IR")
+            else:
+                pm.add_pass(pass_cls, description)
+        pm.finalize()
+        return [pm]
+
+
+class MoonliteDispatcher(nb.CPUDispatcher):
+    """A numba dispatcher compiled from moonlite IR; `.ir` is that IR."""
+
+    def __init__(self, fn: Function):
+        self.ir = fn  # before numba's __init__, which may already print the dispatcher
+        super().__init__(_make_stub(fn), targetoptions={"nopython": True},
+                         pipeline_class=LoweringPipeline)
+
+    @property
+    def moonlite_ir(self) -> Function:
+        return self.ir
+
+    def __repr__(self) -> str:
+        return f"<moonlite compiled {self.ir.name}({', '.join(map(str, self.ir.argtypes))})>"
+
+
+def _make_stub(fn: Function):
+    """A Python function with the IR's name and argument names, for numba's bookkeeping."""
+    names = [a.name if a.name.isidentifier() and not keyword.iskeyword(a.name) else f"arg{i}"
+             for i, a in enumerate(fn.args)]
+    for arg, name in zip(fn.args, names):
+        arg.hint = name
+    fname = fn.name if fn.name.isidentifier() else "moonlite_function"
+    source = (f"def {fname}({', '.join(names)}):\n"
+              f"    raise RuntimeError('moonlite stub: only the compiled version runs')\n")
+    namespace: dict = {}
+    exec(compile(source, f"<moonlite {fname}>", "exec"), namespace)
+    stub = namespace[fname]
+    stub.__moonlite_ir__ = fn
+    stub.__qualname__ = f"moonlite.{fname}"
+    return stub
+
+
+def lower(fn: Function, *, argtypes=None) -> MoonliteDispatcher:
+    """Compile moonlite IR into a numba dispatcher (callable from Python and from njit code).
+
+    Compilation for the IR's own argument types happens now, so errors surface here rather than
+    at the first call; other argument types compile on demand, like any njit function.
+    """
+    disp = MoonliteDispatcher(fn)
+    sig = tuple(argtypes or (t.to_numba() for t in fn.argtypes))
+    try:
+        disp.compile(sig)
+    except nb.numba_errors.NumbaError as exc:
+        raise LoweringError(f"numba could not compile the moonlite IR of {fn.name}:\n{exc}\n"
+                            f"IR:\n{fn}") from None
+    return disp

@@ -1,0 +1,290 @@
+"""Emit numba IR (`numba.core.ir`) from moonlite IR.
+
+The emitted IR is untyped, as if numba's bytecode front end had produced it: numba then types it,
+inserts reference counting and generates LLVM. Each moonlite op becomes the numba expression a
+Python programmer's code would have produced, so numba compiles it exactly as it compiles njit
+code. SSA phis leave by copies on incoming edges (critical edges are split first, and copies
+that would clobber each other go through temporaries); numba's own SSA pass rebuilds its phis.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from .. import _numba as nb
+from ..errors import LoweringError
+from ..ir import ops
+from ..ir.core import Argument, Function, Value
+from ..ir.types import ArrayType, BoolType, FloatType, IntType
+from .helpers import select_impl
+
+ir = nb.ir
+
+_INPLACE = {operator.add: operator.iadd, operator.sub: operator.isub,
+            operator.mul: operator.imul, operator.truediv: operator.itruediv,
+            operator.floordiv: operator.ifloordiv, operator.mod: operator.imod,
+            operator.pow: operator.ipow, operator.matmul: operator.imatmul,
+            operator.and_: operator.iand, operator.or_: operator.ior,
+            operator.xor: operator.ixor, operator.lshift: operator.ilshift,
+            operator.rshift: operator.irshift}
+
+
+def _numpy_scalar(value, t):
+    """A constant that numba types as exactly `t` (plain Python ints would become int64)."""
+    if isinstance(t, BoolType):
+        return bool(value)
+    if isinstance(t, FloatType):
+        return float(value) if t.bits == 64 else np.float32(value)
+    if isinstance(t, IntType):
+        return int(value) if (t.bits == 64 and t.signed) else t.to_numba().cast_python_value(value)
+    return value
+
+
+class NumbaEmitter:
+    """One use: `NumbaEmitter(fn, func_id).emit()` returns a fresh numba FunctionIR."""
+
+    def __init__(self, fn: Function, func_id):
+        self.fn = fn
+        self.func_id = func_id
+        self.loc = ir.Loc(fn.loc.filename, fn.loc.line)
+        self.scope = ir.Scope(None, self.loc)
+        self.vars: dict = {}
+        self.counter = 0
+        self.labels = {block: i for i, block in enumerate(fn.blocks)}
+        self.next_label = len(fn.blocks)
+        self.nblocks: dict = {}
+        self.current = None
+
+    # --- names ---------------------------------------------------------------------------------
+
+    def _fresh(self, hint) -> ir.Var:
+        self.counter += 1
+        base = (hint or "v").replace(".", "_")
+        return self.scope.redefine(f"{base}__{self.counter}", self.loc)
+
+    def var(self, value: Value) -> ir.Var:
+        v = self.vars.get(value)
+        if v is None:
+            if isinstance(getattr(value, "op", None), ops.Undef):
+                raise LoweringError(f"an undefined value is used outside a phi: {value!r}")
+            raise LoweringError(f"value used before its definition was emitted: {value!r}")
+        return v
+
+    def define(self, value: Value, expr, loc) -> ir.Var:
+        target = self.vars.get(value) or self._fresh(value.hint)
+        self.vars[value] = target
+        self.current.append(ir.Assign(expr, target, loc))
+        return target
+
+    def temp(self, expr, loc, hint="t") -> ir.Var:
+        target = self._fresh("$" + hint)
+        self.current.append(ir.Assign(expr, target, loc))
+        return target
+
+    def global_var(self, obj, loc, name="g") -> ir.Var:
+        return self.temp(ir.Global(name, obj, loc), loc, hint=name)
+
+    # --- driver --------------------------------------------------------------------------------
+
+    def emit(self):
+        for block in self.fn.blocks:
+            self.nblocks[self.labels[block]] = ir.Block(self.scope, self.loc)
+        self.current = self.nblocks[0]
+        for arg in self.fn.args:
+            self._emit_arg(arg)
+        self._name_phis()
+        for block in self.fn.blocks:
+            self.current = self.nblocks[self.labels[block]]
+            for op in block.ops:
+                if not isinstance(op, ops.Phi):
+                    _HANDLERS[type(op)](self, op, self._loc(op))
+        self._place_phi_copies()
+        names = tuple(a.name for a in self.fn.args)
+        return ir.FunctionIR(self.nblocks, False, self.func_id, self.loc,
+                             nb.build_definitions(self.nblocks), len(names), names)
+
+    def _loc(self, op) -> ir.Loc:
+        return ir.Loc(op.loc.filename, op.loc.line) if op.loc.line else self.loc
+
+    def _emit_arg(self, arg: Argument) -> None:
+        target = self.scope.redefine(arg.name, self.loc)
+        self.vars[arg] = target
+        self.current.append(ir.Assign(ir.Arg(arg.name, arg.index, self.loc), target, self.loc))
+
+    def _name_phis(self) -> None:
+        for op in self.fn.ops():
+            if isinstance(op, ops.Phi):
+                self.vars[op.result] = self._fresh(op.result.hint or "phi")
+
+    # --- phi copies ----------------------------------------------------------------------------
+
+    def _place_phi_copies(self) -> None:
+        for block in self.fn.blocks:
+            phis = block.phis
+            if not phis:
+                continue
+            for pred in {p for phi in phis for p in phi.incoming_blocks}:
+                copies = [(phi.result, phi.value_from(pred)) for phi in phis]
+                copies = [(dst, src) for dst, src in copies
+                          if not isinstance(getattr(src, "op", None), ops.Undef)]
+                self._emit_edge_copies(pred, block, copies)
+
+    def _emit_edge_copies(self, pred, succ, copies) -> None:
+        if not copies:
+            return
+        pred_nblock = self.nblocks[self.labels[pred]]
+        term = pred_nblock.body.pop()
+        if len(set(pred.successors())) == 1:
+            self._append_copies(pred_nblock, copies)
+            pred_nblock.append(term)
+            return
+        # A critical edge: copies on it go into a new block, or they would also run on the
+        # other edge (the "lost copy" problem).
+        edge = ir.Block(self.scope, term.loc)
+        label = self.next_label
+        self.next_label += 1
+        self.nblocks[label] = edge
+        self._append_copies(edge, copies)
+        edge.append(ir.Jump(self.labels[succ], term.loc))
+        if term.truebr == self.labels[succ]:
+            term.truebr = label
+        if term.falsebr == self.labels[succ]:
+            term.falsebr = label
+        pred_nblock.append(term)
+
+    def _append_copies(self, nblock, copies) -> None:
+        sources = {self.vars[src] for _, src in copies}
+        clobbers = any(self.vars[dst] in sources for dst, _ in copies)
+        if clobbers and len(copies) > 1:  # parallel copy semantics through temporaries
+            temps = []
+            for _, src in copies:
+                tmp = self._fresh("$phitmp")
+                nblock.append(ir.Assign(self.vars[src], tmp, self.loc))
+                temps.append(tmp)
+            for (dst, _), tmp in zip(copies, temps):
+                nblock.append(ir.Assign(tmp, self.vars[dst], self.loc))
+            return
+        for dst, src in copies:
+            nblock.append(ir.Assign(self.vars[src], self.vars[dst], self.loc))
+
+    # --- ops -----------------------------------------------------------------------------------
+
+    def on_constant(self, op: ops.Constant, loc) -> None:
+        t = op.result.type
+        if isinstance(t, ArrayType) or isinstance(op.value, np.ndarray):
+            self.define(op.result, ir.Global("const_array", op.value, loc), loc)
+        else:
+            self.define(op.result, ir.Const(_numpy_scalar(op.value, t), loc), loc)
+
+    def on_global(self, op: ops.GlobalRef, loc) -> None:
+        self.define(op.result, ir.Global(getattr(op.obj, "__name__", "g"), op.obj, loc), loc)
+
+    def on_undef(self, op, loc) -> None:
+        pass  # only phi edges read undefined values, and those copies are skipped
+
+    def on_binary(self, op: ops.BinaryOp, loc) -> None:
+        expr = ir.Expr.binop(op.PYFUNC, self.var(op.lhs), self.var(op.rhs), loc)
+        self.define(op.result, expr, loc)
+
+    def on_inplace(self, op: ops.InplaceBinary, loc) -> None:
+        fn = op.binop.PYFUNC
+        expr = ir.Expr.inplace_binop(_INPLACE[fn], fn, self.var(op.target), self.var(op.value),
+                                     loc)
+        self.define(op.result, expr, loc)
+
+    def on_unary(self, op: ops.UnaryOp, loc) -> None:
+        self.define(op.result, ir.Expr.unary(op.PYFUNC, self.var(op.value), loc), loc)
+
+    def on_cast(self, op: ops.Cast, loc) -> None:
+        t = op.result.type
+        fn = bool if isinstance(t, BoolType) else t.to_numba()
+        self._call(op.result, fn, [self.var(op.value)], (), loc)
+
+    def on_select(self, op: ops.Select, loc) -> None:
+        self._call(op.result, select_impl, [self.var(v) for v in op.operands], (), loc)
+
+    def on_call(self, op: ops.Call, loc) -> None:
+        args = [self.var(v) for v in op.positional]
+        kws = [(k, self.var(v)) for k, v in op.keywords.items()]
+        self._call(op.result, op.callee, args, kws, loc)
+
+    def _call(self, result, callee, args, kws, loc) -> None:
+        func = self.global_var(callee, loc, getattr(callee, "__name__", "fn"))
+        expr = ir.Expr.call(func, args, kws, loc)
+        if result is None:
+            self.temp(expr, loc, "call")
+        else:
+            self.define(result, expr, loc)
+
+    def on_method_call(self, op: ops.MethodCall, loc) -> None:
+        method = self.temp(ir.Expr.getattr(self.var(op.receiver), op.method, loc), loc, "meth")
+        args = [self.var(v) for v in op.positional]
+        kws = [(k, self.var(v)) for k, v in op.keywords.items()]
+        self.define(op.result, ir.Expr.call(method, args, kws, loc), loc)
+
+    def on_getattr(self, op: ops.GetAttr, loc) -> None:
+        self.define(op.result, ir.Expr.getattr(self.var(op.value), op.name, loc), loc)
+
+    def on_getitem(self, op: ops.GetItem, loc) -> None:
+        expr = ir.Expr.getitem(self.var(op.value), self.var(op.index), loc)
+        self.define(op.result, expr, loc)
+
+    def on_tuple_getitem(self, op: ops.TupleGetItem, loc) -> None:
+        expr = ir.Expr.static_getitem(self.var(op.tuple), op.index, None, loc)
+        self.define(op.result, expr, loc)
+
+    def on_setitem(self, op: ops.SetItem, loc) -> None:
+        self.current.append(ir.SetItem(self.var(op.target), self.var(op.index),
+                                       self.var(op.value), loc))
+
+    def on_build_tuple(self, op: ops.BuildTuple, loc) -> None:
+        self.define(op.result, ir.Expr.build_tuple([self.var(v) for v in op.items], loc), loc)
+
+    def on_build_slice(self, op: ops.BuildSlice, loc) -> None:
+        self._call(op.result, slice, [self.var(v) for v in op.operands], (), loc)
+
+    def on_jump(self, op: ops.Jump, loc) -> None:
+        self.current.append(ir.Jump(self.labels[op.target], loc))
+
+    def on_branch(self, op: ops.Branch, loc) -> None:
+        self.current.append(ir.Branch(self.var(op.cond), self.labels[op.if_true],
+                                      self.labels[op.if_false], loc))
+
+    def on_return(self, op: ops.Return, loc) -> None:
+        ret = self.temp(ir.Expr.cast(self.var(op.value), loc), loc, "ret")
+        self.current.append(ir.Return(ret, loc))
+
+    def on_raise(self, op: ops.Raise, loc) -> None:
+        if all(ops.is_constant(a) for a in op.args):
+            args = tuple(ops.constant_value(a) for a in op.args)
+            self.current.append(ir.StaticRaise(op.exc_class, args, loc))
+        else:
+            args = tuple(self.var(a) if not ops.is_constant(a) else ops.constant_value(a)
+                         for a in op.args)
+            self.current.append(ir.DynamicRaise(op.exc_class, args, loc))
+
+
+_HANDLERS = {
+    ops.Constant: NumbaEmitter.on_constant,
+    ops.GlobalRef: NumbaEmitter.on_global,
+    ops.Undef: NumbaEmitter.on_undef,
+    ops.InplaceBinary: NumbaEmitter.on_inplace,
+    ops.Cast: NumbaEmitter.on_cast,
+    ops.Select: NumbaEmitter.on_select,
+    ops.Call: NumbaEmitter.on_call,
+    ops.MethodCall: NumbaEmitter.on_method_call,
+    ops.GetAttr: NumbaEmitter.on_getattr,
+    ops.GetItem: NumbaEmitter.on_getitem,
+    ops.TupleGetItem: NumbaEmitter.on_tuple_getitem,
+    ops.SetItem: NumbaEmitter.on_setitem,
+    ops.BuildTuple: NumbaEmitter.on_build_tuple,
+    ops.BuildSlice: NumbaEmitter.on_build_slice,
+    ops.Jump: NumbaEmitter.on_jump,
+    ops.Branch: NumbaEmitter.on_branch,
+    ops.Return: NumbaEmitter.on_return,
+    ops.Raise: NumbaEmitter.on_raise,
+    **{cls: NumbaEmitter.on_binary for cls in ops.BINARY_OPS},
+    **{cls: NumbaEmitter.on_unary for cls in ops.UNARY_OPS},
+}
