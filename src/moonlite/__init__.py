@@ -3,6 +3,7 @@
 from .capture import capture
 from .errors import (CaptureError, LoweringError, MoonliteError, UnsupportedError,
                      VerificationError)
+from . import ir
 from .ir import verify
 from .lower import MoonliteDispatcher, lower
 

@@ -29,11 +29,15 @@ try:
     from numba.core.dispatcher import Dispatcher  # noqa: F401
     from numba.core.registry import CPUDispatcher  # noqa: F401
     from numba.core.typing.templates import Signature  # noqa: F401
-    from numba.core.utils import BINOPS_TO_OPERATORS, INPLACE_BINOPS_TO_OPERATORS  # noqa: F401
+    from numba.core.unsafe import eh as _eh
+    from numba.misc.special import prange  # noqa: F401
 except ImportError as exc:  # pragma: no cover - only on an unsupported numba
     raise ImportError(f"moonlite could not import a numba internal it relies on: {exc}") from exc
 
 typeof = numba.typeof
+
+# Calls numba's front end inserts for try/except; moonlite refuses them by identity.
+EXCEPTION_INTRINSICS = (_eh.mark_try_block, _eh.exception_check, _eh.end_try_block)
 
 
 def typing_context():

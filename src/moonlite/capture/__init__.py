@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from .. import _numba as nb
 from ..errors import CaptureError, SourceLoc, UnsupportedError
 from ..ir.core import Function
@@ -31,7 +33,7 @@ def capture_types(f, argtypes: tuple) -> Function:
 
 def _type(f, argtypes: tuple) -> TypedIR:
     try:
-        return run_capture_pipeline(f, argtypes)
+        return _run_pipeline(f, argtypes)
     except nb.numba_errors.UnsupportedError as exc:
         raise UnsupportedError(_first_line(exc), function=f.py_func.__qualname__,
                                argtypes=tuple(str(t) for t in argtypes), loc=_func_loc(f),
@@ -40,7 +42,23 @@ def _type(f, argtypes: tuple) -> TypedIR:
     except nb.numba_errors.NumbaError as exc:
         sig = ", ".join(str(t) for t in argtypes)
         raise CaptureError(f"numba could not compile {f.py_func.__qualname__}({sig}) "
-                           f"for moonlite to capture it:\n{exc}") from None
+                           f"for moonlite to capture it:\n{_plain(str(exc))}") from None
+
+
+def _run_pipeline(f, argtypes: tuple) -> TypedIR:
+    try:
+        return run_capture_pipeline(f, argtypes)
+    except nb.numba_errors.NumbaError:
+        # A recursive function types its own calls through its dispatcher, which needs a
+        # finished compilation of itself: compile it the ordinary way (this also gives numba's
+        # own error for code numba rejects), then type it again.
+        f.compile(argtypes)
+        return run_capture_pipeline(f, argtypes)
+
+
+def _plain(text: str) -> str:
+    """numba's messages carry terminal colour codes; error messages should not."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
 
 
 def _require_njit(f) -> None:

@@ -257,6 +257,8 @@ class Importer:
         return self.lookup(value)
 
     def on_const(self, value, target):
+        if not _is_data(value.value):
+            return st.StaticObject(value.value)  # e.g. the dispatcher of a lifted objmode block
         t = self.typemap.get(target.name)
         mtype = from_numba(t) if t is not None else from_numba(nb.typeof(value.value))
         return self.b.const(value.value, mtype)
@@ -369,6 +371,11 @@ class Importer:
         special = _SPECIAL_CALLS.get(fn) if _hashable(fn) else None
         if special is not None:
             return special(self, expr, target)
+        if type(fn).__name__ in ("ObjModeLiftedWith", "LiftedWith", "LiftedLoop"):
+            self.unsupported("an objmode block", "move the object-mode code out of the kernel")
+        if _is_exception_intrinsic(fn):
+            self.unsupported("try/except", "move the try/except out of the kernel; check inputs "
+                             "before calling it")
         if isinstance(fn, type) and issubclass(fn, BaseException):
             return st.ExceptionInstance(fn, [self.value(a) for a in expr.args])
         if isinstance(fn, nbt.NumberClass) or _is_number_class(self.typemap[expr.func.name]):
@@ -376,8 +383,6 @@ class Importer:
         if isinstance(fn, nb.Dispatcher) and not nb.is_njit_dispatcher(fn):
             self.unsupported("object-mode code (a call into a function compiled without "
                              "nopython)", "make the callee @njit")
-        if type(fn).__name__ in ("ObjModeLiftedWith", "LiftedWith", "LiftedLoop"):
-            self.unsupported("an objmode block", "move the object-mode code out of the kernel")
         args = self._coerced_call_args(expr)
         kws = {name: self.value(v) for name, v in expr.kws}
         return self.b.call(fn, args, kws, self.type_of(target))
@@ -542,6 +547,17 @@ def _hashable(obj) -> bool:
         return False
 
 
+def _is_data(value) -> bool:
+    """Values that become Constant ops (everything else is a compile-time object)."""
+    return value is None or isinstance(value, (bool, int, float, complex, str, bytes, tuple,
+                                               np.number, np.ndarray, np.bool_))
+
+
+def _is_exception_intrinsic(fn) -> bool:
+    """numba lowers try/except to calls of these intrinsics."""
+    return any(fn is f for f in nb.EXCEPTION_INTRINSICS)
+
+
 def _is_number_class(t) -> bool:
     return isinstance(t, nbt.NumberClass)
 
@@ -618,6 +634,7 @@ _EXPR_HANDLERS = {
 
 _SPECIAL_CALLS = {
     range: Importer.call_range,
+    nb.prange: Importer.call_range,  # moonlite compiles serially; prange means range here
     zip: Importer.call_zip,
     enumerate: Importer.call_enumerate,
     slice: Importer.call_slice,

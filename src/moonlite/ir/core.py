@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Callable, ClassVar, Iterator, Optional, Sequence
 
 from ..errors import UNKNOWN_LOC, SourceLoc
-from .types import ArrayType, BoolType, FloatType, IntType, SliceType, TupleType, Type
+from .types import (ArrayType, BoolType, ComplexType, FloatType, IntType, SliceType, TupleType,
+                    Type)
 
 _ids = itertools.count()
 
@@ -71,7 +72,7 @@ class Constraint:
 
 
 def _is_number(t: Type) -> bool:
-    return isinstance(t, (FloatType, IntType, BoolType))
+    return isinstance(t, (FloatType, IntType, BoolType, ComplexType))
 
 
 def _is_index(t: Type) -> bool:

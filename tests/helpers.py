@@ -1,0 +1,27 @@
+"""Shared test utilities: comparing results of kernels, including mutated arguments."""
+
+import numpy as np
+
+
+def assert_same(actual, expected, path="result"):
+    """Exact equality of kernel outputs (numbers, arrays with dtype and shape, nested tuples)."""
+    if isinstance(expected, tuple):
+        assert isinstance(actual, tuple) and len(actual) == len(expected), path
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            assert_same(a, e, f"{path}[{i}]")
+        return
+    if isinstance(expected, np.ndarray):
+        assert isinstance(actual, np.ndarray), f"{path}: expected an array, got {actual!r}"
+        assert actual.dtype == expected.dtype, f"{path}: dtype {actual.dtype} != {expected.dtype}"
+        assert actual.shape == expected.shape, f"{path}: shape {actual.shape} != {expected.shape}"
+        np.testing.assert_array_equal(actual, expected, err_msg=path)
+        return
+    if expected is None:
+        assert actual is None, path
+        return
+    assert type(actual) is type(expected) or np.isscalar(actual), \
+        f"{path}: type {type(actual)} != {type(expected)}"
+    if isinstance(expected, float) and np.isnan(expected):
+        assert np.isnan(actual), path
+    else:
+        assert actual == expected, f"{path}: {actual!r} != {expected!r}"
