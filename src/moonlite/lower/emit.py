@@ -60,8 +60,10 @@ class NumbaEmitter:
     # --- names ---------------------------------------------------------------------------------
 
     def _fresh(self, hint) -> ir.Var:
+        # Unnamed values get numba's temporary prefix "$": numba fuses array expressions only
+        # through temporaries, exactly as it does for code from bytecode.
         self.counter += 1
-        base = (hint or "v").replace(".", "_")
+        base = hint.replace(".", "_") if hint else "$v"
         return self.scope.redefine(f"{base}__{self.counter}", self.loc)
 
     def var(self, value: Value) -> ir.Var:
@@ -116,7 +118,7 @@ class NumbaEmitter:
     def _name_phis(self) -> None:
         for op in self.fn.ops():
             if isinstance(op, ops.Phi):
-                self.vars[op.result] = self._fresh(op.result.hint or "phi")
+                self.vars[op.result] = self._fresh(op.result.hint or "$phi")
 
     # --- phi copies ----------------------------------------------------------------------------
 
