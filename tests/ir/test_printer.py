@@ -119,10 +119,6 @@ def test_block_comments_start_at_the_comment_column():
     assert lines[6].index("#") == 56
 
 
-@pytest.mark.xfail(strict=True, reason="printer bug: format_op pads an op to the comment column "
-                                       "before _block_lines indents it by two spaces, so op "
-                                       "comments start at column 58 while block-label comments "
-                                       "start at column 56 (the module docstring aligns them)")
 def test_all_comments_start_at_the_same_column():
     lines = format_function(summation(with_locs=True)).splitlines()
     columns = {line.index("#") for line in lines[1:-1] if "#" in line}

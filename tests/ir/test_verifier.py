@@ -159,9 +159,8 @@ def test_rejects_a_phi_missing_an_incoming_block():
     d.phi.incoming_blocks = (d.then,)
     d.phi.operands = (d.a,)
     msg = rejection(d.fn)
-    ids = sorted([d.then._id, d.else_._id])
-    assert problems(msg) == [f"phi incoming blocks [{d.then._id}] differ from the block's "
-                             f"predecessors {ids}"]
+    assert problems(msg) == ["phi incoming blocks [bb1] differ from the block's "
+                             "predecessors [bb1, bb2]"]
     assert marked_line(msg) == "%y = phi [bb1: %a] : float64"
 
 
@@ -170,9 +169,8 @@ def test_rejects_a_phi_with_an_extra_incoming_block():
     d.phi.add_incoming(d.entry, d.fn.args[1])
     msg = rejection(d.fn)
     [problem] = problems(msg)
-    assert problem.startswith("phi incoming blocks ")
-    assert problem.endswith(f"differ from the block's predecessors "
-                            f"{sorted([d.then._id, d.else_._id])}")
+    assert problem == ("phi incoming blocks [bb0, bb1, bb2] differ from the block's "
+                       "predecessors [bb1, bb2]")
     assert marked_line(msg) == "%y = phi [bb1: %a], [bb2: %m], [bb0: %x] : float64"
 
 
@@ -201,9 +199,6 @@ def test_rejects_a_phi_incoming_value_of_the_wrong_type():
     assert marked_line(msg) == "%s = phi [bb0: %zero], [bb2: %s_next] : float64"
 
 
-@pytest.mark.xfail(strict=True, raises=pytest.fail.Exception,
-                   reason="verifier bug: a phi with fewer incoming values than incoming blocks "
-                          "is accepted (the count is never compared; zip() truncates)")
 def test_rejects_a_phi_with_fewer_values_than_incoming_blocks():
     d = diamond()
     d.phi.operands = (d.a,)  # incoming_blocks still lists then and else
@@ -211,9 +206,6 @@ def test_rejects_a_phi_with_fewer_values_than_incoming_blocks():
     assert "phi" in problems(msg)[0]
 
 
-@pytest.mark.xfail(strict=True, raises=IndexError,
-                   reason="verifier bug: a phi with more incoming values than incoming blocks "
-                          "crashes _check_definitions with IndexError")
 def test_rejects_a_phi_with_more_values_than_incoming_blocks():
     d = diamond()
     d.phi.operands = (d.a, d.m, d.a)
@@ -273,9 +265,6 @@ def test_rejects_setitem_on_a_readonly_array():
     assert marked_line(msg) == "setitem %a, %i, %x"
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="verifier bug: SetItem.type_errors reads target.type.readonly without "
-                          "checking the target is an array -> AttributeError on FloatType")
 def test_rejects_setitem_on_a_non_array():
     fn = straight_line()
     x, n = fn.args
@@ -285,9 +274,6 @@ def test_rejects_setitem_on_a_non_array():
     assert marked_line(msg) == "setitem %x, %n, %x"
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="verifier bug: TupleGetItem.type_errors reads tuple.type.elements "
-                          "without checking the operand is a tuple -> AttributeError")
 def test_rejects_tuple_getitem_on_a_non_tuple():
     b = Builder.new_function("f", [TUPLE2, T.float64], ["t", "x"], T.float64)
     t, x = b.function.args
@@ -364,6 +350,9 @@ def test_context_is_the_neighbourhood_of_the_offending_op():
     msg = rejection(b.function)
     context = msg.split("\nat:\n", 1)[1].splitlines()
     assert context[0] == "  ..." and context[-1] == "  ..."
-    assert context[1:-1] == [f"  %v{k} = add %v{k - 1}, %v{k - 1} : float64" for k in range(5, 10)] \
+    def line(k):
+        return f"  %v{k} = add %v{k - 1}, %v{k - 1} : float64"
+
+    assert context[1:-1] == [line(k) for k in range(5, 10)] \
         + ["> %v10 = add %x : float64    <-- here"] \
-        + [f"  %v{k} = add %v{k - 1}, %v{k - 1} : float64" for k in range(11, 16)]
+        + [line(k) for k in range(11, 16)]

@@ -107,7 +107,13 @@ class Loop:
     latches: list = field(default_factory=list)
 
     def exits(self) -> list:
-        return [s for b in self.body for s in b.successors() if s not in self.body]
+        """Blocks outside the loop that the loop branches to, each once, in a stable order."""
+        found: dict = {}
+        for b in sorted(self.body, key=lambda blk: blk._id):
+            for s in b.successors():
+                if s not in self.body:
+                    found.setdefault(s, None)
+        return list(found)
 
 
 def natural_loops(fn: Function) -> list:
@@ -123,15 +129,15 @@ def natural_loops(fn: Function) -> list:
             if dom.dominates(succ, block):
                 loop = loops.setdefault(succ, Loop(succ, {succ}))
                 loop.latches.append(block)
-                _collect_body(loop, block, preds)
+                _collect_body(loop, block, preds, live)
     return sorted(loops.values(), key=lambda lp: -len(lp.body))
 
 
-def _collect_body(loop: Loop, latch: Block, preds: dict) -> None:
+def _collect_body(loop: Loop, latch: Block, preds: dict, live: set) -> None:
     work = [latch]
     while work:
         b = work.pop()
-        if b in loop.body:
+        if b in loop.body or b not in live:
             continue
         loop.body.add(b)
         work.extend(preds[b])

@@ -345,7 +345,7 @@ class SetItem(Op):
         super().__init__((target, index, value), None, loc)
 
     def type_errors(self) -> list:
-        if self.target.type.readonly:
+        if getattr(self.target.type, "readonly", False):
             return ["setitem on a read-only array"]
         return []
 
@@ -366,7 +366,12 @@ class TupleGetItem(Op):
         return f"[{self.index}]"
 
     def type_errors(self) -> list:
-        if self.result.type != self.tuple.type.elements[self.index]:
+        elements = getattr(self.tuple.type, "elements", None)
+        if elements is None:
+            return []  # the schema check already reports the non-tuple operand
+        if not -len(elements) <= self.index < len(elements):
+            return [f"tuple index {self.index} out of range for {self.tuple.type}"]
+        if self.result.type != elements[self.index]:
             return ["tuple element type does not match the result type"]
         return []
 

@@ -100,13 +100,13 @@ def _with_comment(text: str, comment: str) -> str:
     return f"{text.ljust(_COMMENT_COLUMN - 2)}  # {comment}"
 
 
-def format_op(op: Op, names: Optional[Namer] = None) -> str:
+def format_op(op: Op, names: Optional[Namer] = None, indent: str = "") -> str:
     """One op on one line, with its source location as a trailing comment."""
     if names is None:
         fn = op.block.function if op.block is not None else None
         names = Namer(fn)
     loc = str(op.loc) if op.loc.line else ""
-    return _with_comment(_body(op, names), loc)
+    return _with_comment(indent + _body(op, names), loc)
 
 
 def _header(fn: Function, names: Namer) -> str:
@@ -119,7 +119,7 @@ def _block_lines(fn: Function, block: Block, names: Namer, preds: dict, marker) 
     pred_names = ", ".join(names.block(p) for p in preds.get(block, ()))
     lines = [_with_comment(f"{names.block(block)}:", f"preds {pred_names}" if pred_names else "")]
     for op in block.ops:
-        line = "  " + format_op(op, names)
+        line = format_op(op, names, indent="  ")
         if marker is not None and op is marker:
             line = "> " + line[2:] + "    <-- here"
         lines.append(line)

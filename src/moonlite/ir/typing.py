@@ -21,6 +21,9 @@ def _context():
     global _refreshed
     ctx = _numba.typing_context()
     if not _refreshed:
+        # numba registers numpy's typings when the target context loads its implementations,
+        # which normally happens at the first compilation: do it here so typing works first.
+        _numba.target_context().refresh()
         ctx.refresh()
         _refreshed = True
     return ctx
@@ -50,8 +53,12 @@ def _resolve(fnty, argtypes, kwtypes, what: str) -> Type:
 def call_result_type(pyfunc, argtypes, kwtypes=None) -> Type:
     """The type numba gives `pyfunc(*args, **kws)` (pyfunc: operator, math/numpy function, ...)."""
     ctx = _context()
-    fnty = pyfunc if pyfunc in _OPERATORS else ctx.resolve_value_type(pyfunc)
-    return _resolve(fnty, argtypes, kwtypes, getattr(pyfunc, "__name__", repr(pyfunc)))
+    name = getattr(pyfunc, "__name__", repr(pyfunc))
+    try:
+        fnty = pyfunc if pyfunc in _OPERATORS else ctx.resolve_value_type(pyfunc)
+    except Exception as exc:  # numba raises ValueError for objects it cannot type
+        raise TypingFailure(f"numba cannot type calls of {name}: {exc}") from None
+    return _resolve(fnty, argtypes, kwtypes, name)
 
 
 def method_result_type(receiver: Type, method: str, argtypes, kwtypes=None) -> Type:

@@ -16,7 +16,7 @@ from ..errors import VerificationError
 from .cfg import Dominators, predecessors, reachable
 from .core import Argument, Function, Op
 from .ops import Phi
-from .printer import format_context
+from .printer import Namer, format_context
 
 
 class _Problems:
@@ -75,8 +75,13 @@ def _check_structure(fn: Function, problems: _Problems) -> None:
         problems.add(fn.entry.ops[0], "the entry block must have no predecessors")
 
 
+def _blocks(blocks, names: Namer) -> str:
+    return "[" + ", ".join(sorted(names.block(b) for b in blocks)) + "]"
+
+
 def _check_phis(fn: Function, problems: _Problems) -> None:
     preds = predecessors(fn)
+    names = Namer(fn)
     for block in fn.blocks:
         seen_other = False
         for op in block.ops:
@@ -86,12 +91,15 @@ def _check_phis(fn: Function, problems: _Problems) -> None:
             if seen_other:
                 problems.add(op, "phi after a non-phi op")
             incoming = list(op.incoming_blocks)
+            if len(incoming) != len(op.operands):
+                problems.add(op, f"phi has {len(op.operands)} incoming values for "
+                                 f"{len(incoming)} incoming blocks")
+                continue
             if len(set(incoming)) != len(incoming):
                 problems.add(op, "phi lists an incoming block twice")
             if set(incoming) != set(preds[block]):
-                problems.add(op, "phi incoming blocks "
-                             f"{sorted(b._id for b in incoming)} differ from the block's "
-                             f"predecessors {sorted(b._id for b in preds[block])}")
+                problems.add(op, f"phi incoming blocks {_blocks(incoming, names)} differ from "
+                                 f"the block's predecessors {_blocks(preds[block], names)}")
 
 
 def _definition_sites(fn: Function, problems: _Problems) -> dict:
@@ -115,6 +123,8 @@ def _check_definitions(fn: Function, problems: _Problems) -> None:
         if block not in live:
             continue
         for i, op in enumerate(block.ops):
+            if isinstance(op, Phi) and len(op.operands) != len(op.incoming_blocks):
+                continue  # reported by _check_phis
             for k, value in enumerate(op.operands):
                 if value not in sites:
                     kind = "an argument of another function" if isinstance(value, Argument) \
