@@ -20,6 +20,7 @@ from ..errors import SourceLoc, UnsupportedError
 from ..ir import ops
 from ..ir.builder import Builder
 from ..ir.cfg import Dominators, predecessors
+from ..ir.cleanup import remove_dead_code
 from ..ir.core import Block, Function, Value
 from ..ir.types import ArrayType, BoolType, FloatType, IntType, TupleType, from_numba, none
 from . import statics as st
@@ -61,7 +62,7 @@ class Importer:
         for label in order:
             self._import_block(label, self.fir.blocks[label])
         self._fill_phis()
-        return self.b.function
+        return remove_dead_code(self.b.function)
 
     def _new_function(self) -> Builder:
         names, types_ = [], []

@@ -1,0 +1,32 @@
+"""Dead-code removal for freshly built IR.
+
+The importer leaves behind values numba needed but moonlite does not (index constants of static
+getitems, exception arguments built twice). Removing them keeps printed IR readable and gives AD
+passes less to transform. It edits the function in place, so it is meant for IR under
+construction, before anyone else holds it.
+"""
+
+from __future__ import annotations
+
+from . import ops
+from .core import Function
+
+# Ops without side effects: removable when nothing reads their result. Division, modulo and
+# powers are left out: numba raises ZeroDivisionError from them, and removing a dead division
+# would remove the exception.
+PURE_OPS = (ops.Constant, ops.GlobalRef, ops.Undef, ops.Add, ops.Sub, ops.Mul, ops.Compare,
+            ops.BitAnd, ops.BitOr, ops.BitXor, ops.UnaryOp, ops.Cast, ops.Select, ops.GetAttr,
+            ops.TupleGetItem, ops.BuildTuple, ops.BuildSlice, ops.Phi)
+
+
+def remove_dead_code(fn: Function) -> Function:
+    """Drop pure ops whose results are unused, repeatedly (a dead op may feed another)."""
+    while True:
+        used = {v for op in fn.ops() for v in op.operands}
+        dead = [op for op in fn.ops()
+                if isinstance(op, PURE_OPS) and op.result is not None and op.result not in used]
+        if not dead:
+            return fn
+        dead_ids = set(map(id, dead))
+        for block in fn.blocks:
+            block.ops = [op for op in block.ops if id(op) not in dead_ids]
