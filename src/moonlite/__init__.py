@@ -6,8 +6,9 @@ from .errors import (CaptureError, LoweringError, MoonliteError, UnsupportedErro
 from . import ir
 from .ir import verify
 from .lower import MoonliteDispatcher, lower
+from .api import build_frule, jacfwd, jvp
 
 __version__ = "0.1.0"
 
-__all__ = ["capture", "lower", "MoonliteDispatcher", "verify", "MoonliteError", "UnsupportedError", "CaptureError",
+__all__ = ["jvp", "jacfwd", "build_frule", "capture", "lower", "MoonliteDispatcher", "verify", "MoonliteError", "UnsupportedError", "CaptureError",
            "VerificationError", "LoweringError"]

@@ -25,6 +25,9 @@ class Case:
     kernel: Callable                # the @numba.njit dispatcher
     make_args: Callable[[], tuple]  # returns FRESH arguments every call (kernels may mutate arrays)
     make_bad_args: Optional[Callable[[], tuple]] = None  # args that make the kernel raise (bad-input path)
+    # indices of float arguments that are not differentiated (tolerances: perturbing them can
+    # stop a while loop from terminating)
+    fixed: tuple = ()
     tags: frozenset = frozenset()   # e.g. {"loop", "branch", "array", "mutation", "call", "tuple", "raise", "numpy", "int"}
 
 
@@ -841,10 +844,10 @@ CASES: list[Case] = [
          lambda: (_scalar(30, 2.0, 10.0),),
          tags=_tags("while", "loop", "branch")),
     Case("newton_cube_root", newton_cube_root,
-         lambda: (_scalar(31, 2.0, 8.0), 1e-10),
+         lambda: (_scalar(31, 2.0, 8.0), 1e-10), fixed=(1,),
          tags=_tags("while", "loop")),
     Case("halving_until_tol", halving_until_tol,
-         lambda: (_scalar(32, 1.0, 5.0), 1e-3),
+         lambda: (_scalar(32, 1.0, 5.0), 1e-3), fixed=(1,),
          tags=_tags("while", "loop", "tuple", "int")),
     Case("collatz_steps", collatz_steps,
          lambda: (27,),
@@ -1043,6 +1046,6 @@ CASES: list[Case] = [
          lambda: (_scalar(156, -1.0, 0.0), _scalar(157, 0.5, 2.0), 16),
          tags=_tags("classic", "loop", "math", "int")),
     Case("bisection_root", bisection_root,
-         lambda: (_scalar(158, 1.0, 5.0), 0.0, 3.0, 1e-8),
+         lambda: (_scalar(158, 1.0, 5.0), 0.0, 3.0, 1e-8), fixed=(3,),
          tags=_tags("classic", "while", "loop", "branch")),
 ]

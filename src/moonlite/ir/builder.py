@@ -20,6 +20,7 @@ class Builder:
     def __init__(self, function: Function):
         self.function = function
         self.block: Optional[Block] = None
+        self._before_terminator = False
         self.loc: SourceLoc = function.loc
 
     # --- functions and blocks ------------------------------------------------------------------
@@ -35,10 +36,18 @@ class Builder:
 
     def position_at_end(self, block: Block) -> None:
         self.block = block
+        self._before_terminator = False
+
+    def position_before_terminator(self, block: Block) -> None:
+        """Insert before `block`'s terminator: where copies for a successor's phis go."""
+        self.block = block
+        self._before_terminator = True
 
     def emit(self, op: Op) -> Op:
         if self.block is None:
             raise RuntimeError("builder has no insertion block")
+        if getattr(self, "_before_terminator", False) and self.block.terminator is not None:
+            return self.block.insert(len(self.block.ops) - 1, op)
         if self.block.terminator is not None:
             raise RuntimeError(f"block {self.block!r} is already terminated")
         return self.block.append(op)

@@ -17,7 +17,7 @@ from .core import (ANY, ARRAY, BOOL, INDEX, NUMERIC, SLICE_PART, TUPLE, Block, O
 from .types import ArrayType, BoolType, TupleType, Type
 
 
-def _short(obj) -> str:
+def short_name(obj) -> str:
     """A readable name for a Python object referenced by the IR (a callee, an exception class)."""
     mod = getattr(obj, "__module__", None) or ""
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
@@ -60,7 +60,7 @@ class GlobalRef(Op):
         self.obj = obj
 
     def attributes(self) -> str:
-        return _short(self.obj)
+        return short_name(self.obj)
 
 
 class Undef(Op):
@@ -280,7 +280,7 @@ class Call(Op):
         return dict(zip(self.kwnames, kw))
 
     def attributes(self) -> str:
-        return _short(self.callee)
+        return short_name(self.callee)
 
 
 class MethodCall(Op):
@@ -479,7 +479,7 @@ class Raise(Terminator):
         self.exc_class = exc_class
 
     def attributes(self) -> str:
-        return _short(self.exc_class) if self.exc_class is not None else "<re-raise>"
+        return short_name(self.exc_class) if self.exc_class is not None else "<re-raise>"
 
 
 def constant_value(value: Value, default=None) -> Optional[object]:

@@ -31,15 +31,14 @@ _INPLACE = {operator.add: operator.iadd, operator.sub: operator.isub,
             operator.rshift: operator.irshift}
 
 
-def _numpy_scalar(value, t):
-    """A constant that numba types as exactly `t` (plain Python ints would become int64)."""
-    if isinstance(t, BoolType):
-        return bool(value)
-    if isinstance(t, FloatType):
-        return float(value) if t.bits == 64 else np.float32(value)
-    if isinstance(t, IntType):
-        return int(value) if (t.bits == 64 and t.signed) else t.to_numba().cast_python_value(value)
-    return value
+def _needs_typed_constant(t) -> bool:
+    """Scalar types a plain Python constant would not give (numba types 1.0 as float64)."""
+    return (isinstance(t, FloatType) and t.bits != 64) or \
+        (isinstance(t, IntType) and (t.bits != 64 or not t.signed))
+
+
+def _python_scalar(value, t):
+    return float(value) if isinstance(t, FloatType) else int(value)
 
 
 class NumbaEmitter:
@@ -56,14 +55,24 @@ class NumbaEmitter:
         self.next_label = len(fn.blocks)
         self.nblocks: dict = {}
         self.current = None
+        self.uses: dict = {}
+        for op in fn.ops():
+            for v in op.operands:
+                self.uses[v] = self.uses.get(v, 0) + 1
 
     # --- names ---------------------------------------------------------------------------------
 
-    def _fresh(self, hint) -> ir.Var:
-        # Unnamed values get numba's temporary prefix "$": numba fuses array expressions only
-        # through temporaries, exactly as it does for code from bytecode.
+    def _fresh(self, hint, value: Value = None) -> ir.Var:
+        # numba fuses array expressions only through temporaries (names starting with "$"), and
+        # assumes a temporary is read once: so an unnamed value read exactly once is a "$"
+        # temporary, as it would be in code from bytecode, and every other value is a variable.
         self.counter += 1
-        base = hint.replace(".", "_") if hint else "$v"
+        if hint:
+            base = hint.replace(".", "_")
+        elif value is not None and self.uses.get(value, 0) == 1:
+            base = "$v"
+        else:
+            base = "v"
         return self.scope.redefine(f"{base}__{self.counter}", self.loc)
 
     def var(self, value: Value) -> ir.Var:
@@ -75,7 +84,7 @@ class NumbaEmitter:
         return v
 
     def define(self, value: Value, expr, loc) -> ir.Var:
-        target = self.vars.get(value) or self._fresh(value.hint)
+        target = self.vars.get(value) or self._fresh(value.hint, value)
         self.vars[value] = target
         self.current.append(ir.Assign(expr, target, loc))
         return target
@@ -118,7 +127,7 @@ class NumbaEmitter:
     def _name_phis(self) -> None:
         for op in self.fn.ops():
             if isinstance(op, ops.Phi):
-                self.vars[op.result] = self._fresh(op.result.hint or "$phi")
+                self.vars[op.result] = self._fresh(op.result.hint or "phi")
 
     # --- phi copies ----------------------------------------------------------------------------
 
@@ -177,8 +186,13 @@ class NumbaEmitter:
         t = op.result.type
         if isinstance(t, ArrayType) or isinstance(op.value, np.ndarray):
             self.define(op.result, ir.Global("const_array", op.value, loc), loc)
+        elif _needs_typed_constant(t):
+            # numba's array-expression fusion rejects numpy scalar constants: a plain Python
+            # constant converted by a call of the numba type (LLVM folds the call away).
+            const = self.temp(ir.Const(_python_scalar(op.value, t), loc), loc, "c")
+            self._call(op.result, t.to_numba(), [const], (), loc)
         else:
-            self.define(op.result, ir.Const(_numpy_scalar(op.value, t), loc), loc)
+            self.define(op.result, ir.Const(op.value, loc), loc)
 
     def on_global(self, op: ops.GlobalRef, loc) -> None:
         self.define(op.result, ir.Global(getattr(op.obj, "__name__", "g"), op.obj, loc), loc)

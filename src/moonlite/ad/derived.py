@@ -1,0 +1,53 @@
+"""Derived rules: capture, transform, verify, lower, and cache per signature.
+
+A derived rule is built once per (function, numba argument types, mode parameters) and reused:
+by the public API, and by passes that meet a call of an njit function inside a kernel. Building
+is guarded by a re-entrant lock, so several threads asking for the same rule get one rule, and a
+derivation that meets a call of a function already being derived (recursion) is refused with a
+clear error rather than looping.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from ..capture import capture_types
+from ..errors import UnsupportedError
+from ..ir import verify
+from ..lower import lower
+from .forward import forward_transform
+
+_lock = threading.RLock()
+_cache: dict = {}
+_in_progress: set = set()
+
+
+def derived_forward_rule(f, argtypes: tuple, width: int = 1):
+    """The compiled forward rule of njit function `f` for numba `argtypes` and `width`."""
+    key = ("forward", f, tuple(argtypes), width)
+    with _lock:
+        rule = _cache.get(key)
+        if rule is not None:
+            return rule
+        if key in _in_progress:
+            raise UnsupportedError(
+                "recursive functions in forward mode", function=_name(f), argtypes=argtypes,
+                hint="rewrite the recursion as a loop, or write a custom rule for the function")
+        _in_progress.add(key)
+        try:
+            primal = capture_types(f, tuple(argtypes))
+            rule = lower(verify(forward_transform(primal, width)))
+        finally:
+            _in_progress.discard(key)
+        _cache[key] = rule
+        return rule
+
+
+def cached_rule_count() -> int:
+    return len(_cache)
+
+
+def _name(f) -> str:
+    return getattr(getattr(f, "py_func", f), "__qualname__", repr(f))
+
+

@@ -1,0 +1,468 @@
+"""Forward mode: a line-by-line rewrite of moonlite IR into Dual IR (Mooncake's forwards mode).
+
+`forward_transform(fn, width)` builds a new function
+
+    fn_fwd(*primals, *tangents_0, ..., *tangents_{width-1}) -> (out, dout_0, ..., dout_{width-1})
+
+where each `tangents_j` holds one tangent per differentiable argument (float scalars, float
+arrays, tuples holding them; ints and bools get none). `width > 1` is batched mode: `width`
+tangent directions travel through one evaluation of the primal.
+
+Invariants of the rewrite:
+- blocks map one-to-one and control flow is unchanged; branches test the primal;
+- every differentiable value gets one tangent per direction, defined right after the primal, so
+  it dominates everything the primal dominates; constants get `ZERO`, ints and bools nothing;
+- array tangents are real arrays updated in place alongside their primals: a write `a[i] = v`
+  is mirrored by `da[i] = dv`, a view `a[1:]` has the view `da[1:]` as tangent, and an array
+  passed to a call carries its tangent array with it, so mutation needs no special bookkeeping;
+- a primitive op is differentiated by its rule in `moonlite.rules.JVP_RULES`; a call of an njit
+  function by the derived forward rule of that function (built recursively, cached per
+  signature); a call of a moonlite-compiled function from the IR it keeps;
+- the input function is never modified.
+
+One handler per op class (`_HANDLERS`); a construct with no handler or rule raises
+`UnsupportedError` naming it, the function, its argument types and the source line.
+"""
+
+from __future__ import annotations
+
+import copy
+import linecache
+from typing import Optional
+
+from .. import _numba as nb
+from ..errors import UnsupportedError
+from ..ir import Builder, ops, reverse_post_order
+from ..ir.core import Function, Op, OpResult, Value
+from ..ir.types import ArrayType, ComplexType, FloatType, TupleType, none
+from ..rules import Attribute, Method, RuleNotApplicable, lookup_jvp
+from .tangents import ZERO, is_differentiable, materialize, tangent_type
+
+# Calls that write into an array argument: differentiating them needs a rule that does the
+# same to the tangent, never the default "result carries no tangent" shortcut.
+_MUTATING_METHODS = {"fill", "sort", "resize", "put", "itemset"}
+
+
+def forward_transform(fn: Function, width: int = 1) -> Function:
+    """The forward-mode function of `fn` for `width` tangent directions; `fn` is left untouched."""
+    if width < 1:
+        raise ValueError("width must be at least 1")
+    return _ForwardPass(fn, width).run()
+
+
+def differentiable_args(fn: Function) -> list:
+    return [a for a in fn.args if is_differentiable(a.type)]
+
+
+class _ForwardPass:
+    def __init__(self, fn: Function, width: int):
+        self.fn = fn
+        self.width = width
+        self.values: dict = {}    # value of fn -> value of the new function
+        self.tangents: dict = {}  # value of fn -> list (one per direction) of Value or ZERO
+        self.blocks: dict = {}
+        self.phis: list = []      # (old phi, new phi, tangent phis)
+        self.b = self._new_function()
+
+    # --- driver --------------------------------------------------------------------------------
+
+    def _new_function(self) -> Builder:
+        fn, width = self.fn, self.width
+        active = differentiable_args(fn)
+        names = [a.name for a in fn.args]
+        for j in range(width):
+            suffix = "" if width == 1 else f"_{j}"
+            names += [f"d{a.name}{suffix}" for a in active]
+        types = [a.type for a in fn.args] + [tangent_type(a.type) for a in active] * width
+        out = tangent_type(fn.return_type) or none
+        b = Builder.new_function(f"{fn.name}_fwd", types, _unique(names),
+                                 TupleType((fn.return_type,) + (out,) * width), loc=fn.loc)
+        new_args = b.function.args
+        for old, new in zip(fn.args, new_args):
+            self.values[old] = new
+        tangent_args = iter(new_args[len(fn.args):])
+        per_direction = [[next(tangent_args) for _ in active] for _ in range(width)]
+        for i, old in enumerate(active):
+            self.tangents[old] = [per_direction[j][i] for j in range(width)]
+        return b
+
+    def run(self) -> Function:
+        for block in self.fn.blocks:
+            self.blocks[block] = self.b.new_block(block.hint)
+        for block in reverse_post_order(self.fn):
+            self.b.position_at_end(self.blocks[block])
+            for op in block.ops:
+                self.b.loc = op.loc
+                self._refuse_complex(op)
+                handler = _HANDLERS.get(type(op))
+                if handler is None:
+                    raise self.unsupported(op, f"the operation {op.mnemonic()!r} in forward mode",
+                                           "write a custom rule for the function containing it")
+                handler(self, op)
+        self._fill_phis()
+        return self.b.function
+
+    def _refuse_complex(self, op: Op) -> None:
+        values = list(op.operands) + ([op.result] if op.result is not None else [])
+        if any(_mentions_complex(v.type) for v in values):
+            raise self.unsupported(op, "differentiating complex numbers",
+                                   "split the computation into real and imaginary parts")
+
+    # --- tangents ------------------------------------------------------------------------------
+
+    def tangent(self, old: Value, j: int):
+        """Direction j's tangent of `old`: a Value, ZERO, or None (no tangent for its type)."""
+        ts = self.tangents.get(old)
+        return None if ts is None else ts[j]
+
+    def rule_tangent(self, old: Value, j: int) -> Optional[Value]:
+        """What rules see: a Value, or None for zero and for no tangent."""
+        t = self.tangent(old, j)
+        return None if t is ZERO else t
+
+    def real_tangent(self, old: Value, j: int) -> Value:
+        """A real tangent value (zeros materialised at the insertion point)."""
+        return materialize(self.b, self.values[old], self.tangent(old, j))
+
+    def set_tangents(self, old: Value, tangents: list) -> None:
+        self.tangents[old] = tangents
+
+    def fresh_or_zero(self, old: Value) -> list:
+        """Zero tangents for a value whose inputs carry none: ZERO, except for writable arrays,
+        which get a real zero array (a later write may land in it)."""
+        t = old.type
+        if isinstance(t, ArrayType) and not t.readonly:
+            new = self.values[old]
+            return [materialize(self.b, new, ZERO) for _ in range(self.width)]
+        return [ZERO] * self.width
+
+    # --- copying primal ops --------------------------------------------------------------------
+
+    def clone(self, op: Op) -> Op:
+        """Emit a copy of `op` reading the new function's values and blocks."""
+        new = copy.copy(op)
+        new.operands = tuple(self.values[v] for v in op.operands)
+        new.block = None
+        for attr in _BLOCK_ATTRIBUTES.get(type(op), ()):
+            setattr(new, attr, self.blocks[getattr(op, attr)])
+        if op.result is not None:
+            new.result = OpResult(op.result.type, new, op.result.hint)
+            self.values[op.result] = new.result
+        self.b.emit(new)
+        return new
+
+    # --- handlers ------------------------------------------------------------------------------
+
+    def on_constant(self, op: ops.Constant) -> None:
+        self.clone(op)
+        if is_differentiable(op.result.type):
+            self.set_tangents(op.result, [ZERO] * self.width)
+
+    def on_undef(self, op: ops.Undef) -> None:
+        self.clone(op)
+        ttype = tangent_type(op.result.type)
+        if ttype is not None:
+            self.set_tangents(op.result, [self.b.undef(ttype) for _ in range(self.width)])
+
+    def on_global(self, op: ops.GlobalRef) -> None:
+        if is_differentiable(op.result.type):
+            raise self.unsupported(op, "a differentiable global value", "pass it as an argument")
+        self.clone(op)
+
+    def on_copy(self, op: Op) -> None:
+        """Control flow and raising: copied as they are (branches test the primal)."""
+        self.clone(op)
+
+    def on_primitive(self, op: Op) -> None:
+        # A registered rule wins; an njit callee without one gets a derived rule.
+        if isinstance(op, ops.Call) and nb.is_njit_dispatcher(op.callee) \
+                and lookup_jvp(op.callee) is None:
+            return self.on_njit_call(op)
+        mutates = isinstance(op, ops.MethodCall) and op.method in _MUTATING_METHODS
+        new = self.clone(op)
+        result = op.result
+        if not mutates and (result is None or not is_differentiable(result.type)):
+            return
+        tangents = [self._rule_inputs(op, j) for j in range(self.width)]
+        if all(all(t is None for t in ts) for ts in tangents):
+            if result is not None and is_differentiable(result.type):
+                self.set_tangents(result, self.fresh_or_zero(result))
+            return
+        rule = self._rule(op)
+        out = [self._apply(rule, op, new, ts) for ts in tangents]
+        if result is not None and is_differentiable(result.type):
+            self.set_tangents(result, [self._as_result_tangent(result, t) for t in out])
+
+    def _rule_inputs(self, op: Op, j: int) -> tuple:
+        return tuple(self.rule_tangent(v, j) for v in _positional(op))
+
+    def _rule(self, op: Op):
+        rule = lookup_jvp(_primitive(op))
+        if rule is None:
+            raise self.unsupported(op, f"differentiating {_describe(op)}: no forward rule is "
+                                   "registered", "write a custom rule (moonlite.rules.defjvp), "
+                                   "or mark the function non-differentiable")
+        return rule
+
+    def _apply(self, rule, op: Op, new: Op, tangents: tuple):
+        if all(t is None for t in tangents):
+            return None
+        keywords = {k: v for k, v in zip(getattr(new, "kwnames", ()), _keyword_values(new))}
+        try:
+            return rule(self.b, _positional(new), tangents, keywords)
+        except RuleNotApplicable as exc:
+            raise self.unsupported(op, f"differentiating {_describe(op)}: {exc}",
+                                   "write a custom rule for this signature "
+                                   "(moonlite.rules.defrule)") from None
+
+    def _as_result_tangent(self, result: Value, tangent):
+        if tangent is None:
+            return self.fresh_or_zero(result)[0]
+        if isinstance(result.type, FloatType):
+            return self.b.cast(tangent, result.type)
+        return tangent
+
+    def on_njit_call(self, op: ops.Call) -> None:
+        from .derived import derived_forward_rule  # derived.py imports this module
+        args = op.positional
+        if op.kwnames:
+            raise self.unsupported(op, f"a keyword-argument call of {_describe(op)}",
+                                   "pass the arguments by position")
+        active = [a for a in args if is_differentiable(a.type)]
+        if not active:
+            new = self.clone(op)
+            if is_differentiable(op.result.type):
+                self.set_tangents(op.result, self.fresh_or_zero(op.result))
+            return new
+        rule = derived_forward_rule(op.callee, tuple(a.type.to_numba() for a in args),
+                                    self.width)
+        call_args = [self.values[a] for a in args]
+        for j in range(self.width):
+            call_args += [self.real_tangent(a, j) for a in active]
+        res = self.b.call(rule, call_args, type=rule.ir.return_type, hint=None)
+        out = self.b.tuple_getitem(res, 0)
+        self.values[op.result] = out
+        if is_differentiable(op.result.type):
+            self.set_tangents(op.result, [self.b.tuple_getitem(res, 1 + j)
+                                          for j in range(self.width)])
+
+    def on_getitem(self, op: ops.GetItem) -> None:
+        self.clone(op)
+        if not is_differentiable(op.result.type):
+            return
+        index = self.values[op.index]
+        out = []
+        for j in range(self.width):
+            t = self.tangent(op.value, j)
+            out.append(t if t in (ZERO, None) else self.b.getitem(t, index))
+        if any(t is None for t in out):
+            out = self.fresh_or_zero(op.result)
+        self.set_tangents(op.result, out)
+
+    def on_setitem(self, op: ops.SetItem) -> None:
+        self.clone(op)
+        target_type = op.target.type
+        if not is_differentiable(target_type):
+            return
+        index = self.values[op.index]
+        for j in range(self.width):
+            dtarget = self.tangent(op.target, j)
+            dvalue = self.rule_tangent(op.value, j)
+            if dvalue is None:
+                dvalue = self.b.const(0.0, target_type.dtype)
+            self.b.setitem(dtarget, index, dvalue)
+
+    def on_inplace(self, op: ops.InplaceBinary) -> None:
+        # The tangent update reads the target's value before the primal update overwrites it.
+        kind = op.binop
+        if kind not in _INPLACE_TANGENT:
+            if is_differentiable(op.target.type):
+                raise self.unsupported(op, f"the in-place operator {kind.SYMBOL}= on arrays in "
+                                       "forward mode", f"write it as a = a {kind.SYMBOL} b")
+        elif is_differentiable(op.target.type):
+            target, value = self.values[op.target], self.values[op.value]
+            for j in range(self.width):
+                _INPLACE_TANGENT[kind](self.b, target, value, self.tangent(op.target, j),
+                                       self.rule_tangent(op.value, j))
+        self.clone(op)
+        if is_differentiable(op.result.type):
+            self.set_tangents(op.result, list(self.tangents[op.target]))
+
+    def on_phi(self, op: ops.Phi) -> None:
+        block = self.blocks[op.block]
+        new = self.b.phi(op.result.type, block, hint=op.result.hint)
+        new.loc = op.loc
+        self.values[op.result] = new.result
+        tangent_phis = []
+        ttype = tangent_type(op.result.type)
+        if ttype is not None:
+            for _ in range(self.width):
+                phi = self.b.phi(ttype, block, hint=_tangent_hint(op.result))
+                phi.loc = op.loc
+                tangent_phis.append(phi)
+            self.set_tangents(op.result, [p.result for p in tangent_phis])
+        self.phis.append((op, new, tangent_phis))
+
+    def _fill_phis(self) -> None:
+        for old, new, tangent_phis in self.phis:
+            for block, value in old.incoming:
+                pred = self.blocks[block]
+                new.add_incoming(pred, self.values[value])
+                self.b.position_before_terminator(pred)
+                self.b.loc = old.loc
+                for j, phi in enumerate(tangent_phis):
+                    phi.add_incoming(pred, self.real_tangent(value, j))
+
+    def on_build_tuple(self, op: ops.BuildTuple) -> None:
+        self.clone(op)
+        if not is_differentiable(op.result.type):
+            return
+        out = []
+        for j in range(self.width):
+            items = [self.real_tangent(v, j) if is_differentiable(v.type)
+                     else self.b.const(None, none) for v in op.items]
+            out.append(self.b.build_tuple(items))
+        self.set_tangents(op.result, out)
+
+    def on_tuple_getitem(self, op: ops.TupleGetItem) -> None:
+        self.clone(op)
+        if not is_differentiable(op.result.type):
+            return
+        out = []
+        for j in range(self.width):
+            t = self.tangent(op.tuple, j)
+            out.append(ZERO if t is ZERO else self.b.tuple_getitem(t, op.index))
+        self.set_tangents(op.result, out)
+
+    def on_return(self, op: ops.Return) -> None:
+        value = op.value
+        items = [self.values[value]]
+        for j in range(self.width):
+            items.append(self.real_tangent(value, j) if is_differentiable(value.type)
+                         else self.b.const(None, none))
+        self.b.ret(self.b.build_tuple(items))
+
+    # --- errors --------------------------------------------------------------------------------
+
+    def unsupported(self, op: Optional[Op], construct: str, hint: str) -> UnsupportedError:
+        loc = op.loc if op is not None else self.fn.loc
+        source = linecache.getline(loc.filename, loc.line) if loc.line else ""
+        return UnsupportedError(construct, function=self.fn.name, argtypes=self.fn.argtypes,
+                                loc=loc, hint=hint, source_line=source)
+
+
+# --- in-place array updates ------------------------------------------------------------------
+
+def _inplace_add(b, target, value, dtarget, dvalue):
+    if dvalue is not None:
+        b.inplace(ops.Add, dtarget, dvalue)
+
+
+def _inplace_sub(b, target, value, dtarget, dvalue):
+    if dvalue is not None:
+        b.inplace(ops.Sub, dtarget, dvalue)
+
+
+def _inplace_mul(b, target, value, dtarget, dvalue):
+    # d(t * v) = dt * v + t * dv, with t the value before the update
+    increment = b.mul(target, dvalue) if dvalue is not None else None
+    b.inplace(ops.Mul, dtarget, value)
+    if increment is not None:
+        b.inplace(ops.Add, dtarget, increment)
+
+
+def _inplace_div(b, target, value, dtarget, dvalue):
+    # d(t / v) = (dt - (t / v) * dv) / v
+    if dvalue is not None:
+        b.inplace(ops.Sub, dtarget, b.mul(b.div(target, value), dvalue))
+    b.inplace(ops.TrueDiv, dtarget, value)
+
+
+_INPLACE_TANGENT = {ops.Add: _inplace_add, ops.Sub: _inplace_sub, ops.Mul: _inplace_mul,
+                    ops.TrueDiv: _inplace_div}
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+def _primitive(op: Op):
+    if isinstance(op, ops.Call):
+        return op.callee
+    if isinstance(op, ops.MethodCall):
+        return Method(op.method)
+    if isinstance(op, ops.GetAttr):
+        return Attribute(op.name)
+    return type(op)
+
+
+def _positional(op: Op) -> tuple:
+    if isinstance(op, ops.Call):
+        return op.positional
+    if isinstance(op, ops.MethodCall):
+        return (op.receiver, *op.positional)
+    return op.operands
+
+
+def _keyword_values(op: Op) -> tuple:
+    if isinstance(op, (ops.Call, ops.MethodCall)):
+        return tuple(op.keywords.values())
+    return ()
+
+
+def _mentions_complex(t) -> bool:
+    if isinstance(t, TupleType):
+        return any(_mentions_complex(e) for e in t.elements)
+    if isinstance(t, ArrayType):
+        return isinstance(t.dtype, ComplexType)
+    return isinstance(t, ComplexType)
+
+
+def _describe(op: Op) -> str:
+    types = ", ".join(str(v.type) for v in _positional(op))
+    if isinstance(op, ops.Call):
+        return f"a call of {ops.short_name(op.callee)}({types})"
+    if isinstance(op, ops.MethodCall):
+        return f"the method .{op.method}() on ({types})"
+    if isinstance(op, ops.GetAttr):
+        return f"the attribute .{op.name} of {op.value.type}"
+    return f"the operation {op.mnemonic()!r} on ({types})"
+
+
+def _tangent_hint(value: Value) -> Optional[str]:
+    return f"d{value.hint}" if value.hint else None
+
+
+def _unique(names: list) -> list:
+    used, out = set(), []
+    for name in names:
+        while name in used:
+            name += "_"
+        used.add(name)
+        out.append(name)
+    return out
+
+
+_BLOCK_ATTRIBUTES = {ops.Jump: ("target",), ops.Branch: ("if_true", "if_false")}
+
+_HANDLERS = {
+    ops.Constant: _ForwardPass.on_constant,
+    ops.Undef: _ForwardPass.on_undef,
+    ops.GlobalRef: _ForwardPass.on_global,
+    ops.Cast: _ForwardPass.on_primitive,
+    ops.Select: _ForwardPass.on_primitive,
+    ops.Call: _ForwardPass.on_primitive,
+    ops.MethodCall: _ForwardPass.on_primitive,
+    ops.GetAttr: _ForwardPass.on_primitive,
+    ops.BuildSlice: _ForwardPass.on_copy,
+    ops.GetItem: _ForwardPass.on_getitem,
+    ops.SetItem: _ForwardPass.on_setitem,
+    ops.InplaceBinary: _ForwardPass.on_inplace,
+    ops.Phi: _ForwardPass.on_phi,
+    ops.BuildTuple: _ForwardPass.on_build_tuple,
+    ops.TupleGetItem: _ForwardPass.on_tuple_getitem,
+    ops.Jump: _ForwardPass.on_copy,
+    ops.Branch: _ForwardPass.on_copy,
+    ops.Raise: _ForwardPass.on_copy,
+    ops.Return: _ForwardPass.on_return,
+    **{cls: _ForwardPass.on_primitive for cls in ops.BINARY_OPS},
+    **{cls: _ForwardPass.on_primitive for cls in ops.UNARY_OPS},
+}

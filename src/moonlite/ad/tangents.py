@@ -1,0 +1,81 @@
+"""Tangent types and zero tangents (after Mooncake's "Representing Gradients").
+
+Each primal type has exactly one tangent type: float scalars are their own tangents, float arrays
+have writable arrays of the same dtype and dimensions (address-identified: updated in place
+alongside their primal), tuples have tuples of their elements' tangents (`none` for elements that
+carry no tangent), and everything else (integers, bools, none, opaque values) has none.
+
+Inside a pass a tangent may be the symbolic `ZERO`, so that `x * 2.0` does not become
+`dx * 2.0 + x * 0.0`; `materialize` turns it into a real value where one is needed (a phi, a
+return, a call). Array tangents are symbolic only for read-only arrays (constants), which nothing
+can write to; every other array gets a real tangent array as soon as it exists, because any later
+write through any alias must land in it.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ..ir.builder import Builder
+from ..ir.core import Value
+from ..ir.types import ArrayType, FloatType, NoneType, TupleType, Type, none
+
+
+class _Zero:
+    """The symbolic zero tangent."""
+
+    def __repr__(self) -> str:
+        return "ZERO"
+
+
+ZERO = _Zero()
+
+
+def tangent_type(t: Type) -> Optional[Type]:
+    """The tangent type of `t`, or None if values of type `t` carry no tangent."""
+    if isinstance(t, FloatType):
+        return t
+    if isinstance(t, ArrayType) and isinstance(t.dtype, FloatType):
+        return ArrayType(t.dtype, t.ndim, t.layout, readonly=False)
+    if isinstance(t, TupleType):
+        elements = tuple(tangent_type(e) for e in t.elements)
+        if all(e is None for e in elements):
+            return None
+        return TupleType(tuple(none if e is None else e for e in elements))
+    return None
+
+
+def is_differentiable(t: Type) -> bool:
+    return tangent_type(t) is not None
+
+
+def materialize(b: Builder, primal: Value, tangent) -> Value:
+    """A real tangent value for `primal`: `tangent` itself, or a zero built at `b`."""
+    if tangent is not ZERO and tangent is not None:
+        return tangent
+    return zero_tangent(b, primal)
+
+
+def zero_tangent(b: Builder, primal: Value) -> Value:
+    """A fresh zero tangent for the value `primal` (emitted at `b`)."""
+    t = primal.type
+    ttype = tangent_type(t)
+    if ttype is None:
+        return b.const(None, none)
+    if isinstance(t, FloatType):
+        return b.const(0.0, t)
+    if isinstance(t, ArrayType):
+        return b.call(np.zeros_like, [primal], type=ttype)
+    items = []
+    for k, element_type in enumerate(t.elements):
+        if tangent_type(element_type) is None:
+            items.append(b.const(None, none))
+        else:
+            items.append(zero_tangent(b, b.tuple_getitem(primal, k)))
+    return b.build_tuple(items)
+
+
+def is_none_type(t: Type) -> bool:
+    return isinstance(t, NoneType)

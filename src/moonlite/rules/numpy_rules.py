@@ -1,0 +1,462 @@
+"""Forward rules for numpy functions, array methods and `@`, on arrays and scalars alike.
+
+A rule here emits numpy calls only (`np.cos`, never `math.cos`), so the one rule serves a float64
+scalar, a float32 matrix and a broadcast of both: numba types each emitted call for the operands
+it gets. Constants take the element type of the value they combine with (`_const`), so a float32
+array's tangent stays float32. A choice between tangents is `select` when every operand is a
+scalar and `np.where` otherwise (numba's `np.where` on scalars returns a 0-d array).
+
+`scalar.py` maps numpy's ufuncs onto the `math` rules, which emit `math.*` calls and fail to type
+on arrays; this module is imported after it and re-registers those keys.
+
+`NUMPY_RULE_CASES` at the bottom lists, for every primitive here, a kernel and example arguments
+inside its domain; `tests/ad/test_forward_numpy.py` checks each against central finite
+differences.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numba
+import numpy as np
+
+from ..ir import ops
+from ..ir.types import ArrayType, NoneType, float64
+from . import Attribute, Method, RuleNotApplicable, defjvp, defrule, defzero
+
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+
+
+# --- small builders ------------------------------------------------------------------------------
+
+def _np(b, fn, *args):
+    return b.call(fn, list(args))
+
+
+def _is_array(v) -> bool:
+    return isinstance(v.type, ArrayType)
+
+
+def _const(b, value, like):
+    """A scalar constant in the element type of `like` (a scalar or an array).
+
+    numba widens `float32 array * 2.0` to float64, so an array's constants take its dtype. A
+    float32 constant is made by a cast: numba fuses array expressions into a Python AST, which
+    cannot hold a `np.float32` literal (TypeError "invalid type in Constant")."""
+    t = like.type.dtype if _is_array(like) else like.type
+    if t.is_float and t.bits == 32 and _is_array(like):
+        return b.cast(b.const(float(value)), t)
+    if t.is_float:
+        return b.const(float(value), t)
+    if t.is_integer:
+        return b.const(int(value), t)
+    return b.const(float(value))
+
+
+def _zeros(b, like):
+    """A zero tangent shaped like `like`: an array of zeros for an array, a scalar otherwise."""
+    return _np(b, np.zeros_like, like) if _is_array(like) else _const(b, 0, like)
+
+
+def _or_zeros(b, dx, like):
+    return dx if dx is not None else _zeros(b, like)
+
+
+def _where(b, cond, if_true, if_false):
+    """Elementwise choice: `select` on scalars, `np.where` as soon as one operand is an array."""
+    if any(_is_array(v) for v in (cond, if_true, if_false)):
+        return _np(b, np.where, cond, if_true, if_false)
+    floats = [t for t in (if_true.type, if_false.type) if t.is_float]
+    common = max(floats, key=lambda t: t.bits) if floats else float64
+    return b.select(cond, b.cast(if_true, common), b.cast(if_false, common))
+
+
+def _square(b, x):
+    return b.mul(x, x)
+
+
+def _one_minus_square(b, x):
+    return b.sub(_const(b, 1, x), _square(b, x))
+
+
+# --- elementwise functions -------------------------------------------------------------------
+
+defjvp(np.sin, lambda b, x, dx: b.mul(dx, _np(b, np.cos, x)))
+defjvp(np.cos, lambda b, x, dx: b.neg(b.mul(dx, _np(b, np.sin, x))))
+defjvp(np.tan, lambda b, x, dx: b.div(dx, _square(b, _np(b, np.cos, x))))
+defjvp(np.exp, lambda b, x, dx: b.mul(dx, _np(b, np.exp, x)))
+defjvp(np.expm1, lambda b, x, dx: b.mul(dx, _np(b, np.exp, x)))
+defjvp(np.exp2, lambda b, x, dx: b.mul(dx, b.mul(_np(b, np.exp2, x), _const(b, _LN2, x))))
+defjvp(np.log, lambda b, x, dx: b.div(dx, x))
+defjvp(np.log1p, lambda b, x, dx: b.div(dx, b.add(x, _const(b, 1, x))))
+defjvp(np.log2, lambda b, x, dx: b.div(dx, b.mul(x, _const(b, _LN2, x))))
+defjvp(np.log10, lambda b, x, dx: b.div(dx, b.mul(x, _const(b, _LN10, x))))
+defjvp(np.sqrt, lambda b, x, dx: b.div(dx, b.mul(_const(b, 2, x), _np(b, np.sqrt, x))))
+defjvp(np.sinh, lambda b, x, dx: b.mul(dx, _np(b, np.cosh, x)))
+defjvp(np.cosh, lambda b, x, dx: b.mul(dx, _np(b, np.sinh, x)))
+defjvp(np.tanh,
+       lambda b, x, dx: b.mul(dx, _one_minus_square(b, _np(b, np.tanh, x))))
+defjvp(np.arcsin, lambda b, x, dx: b.div(dx, _np(b, np.sqrt, _one_minus_square(b, x))))
+defjvp(np.arccos, lambda b, x, dx: b.neg(b.div(dx, _np(b, np.sqrt, _one_minus_square(b, x)))))
+defjvp(np.arctan, lambda b, x, dx: b.div(dx, b.add(_const(b, 1, x), _square(b, x))))
+# arctan2(y, x): d = (x dy - y dx) / (x^2 + y^2)
+defjvp(np.arctan2,
+       lambda b, y, x, dy: b.div(b.mul(dy, x), b.add(_square(b, x), _square(b, y))),
+       lambda b, y, x, dx: b.neg(b.div(b.mul(dx, y), b.add(_square(b, x), _square(b, y)))))
+defjvp(np.hypot,
+       lambda b, x, y, dx: b.div(b.mul(dx, x), _np(b, np.hypot, x, y)),
+       lambda b, x, y, dy: b.div(b.mul(dy, y), _np(b, np.hypot, x, y)))
+defjvp(np.square, lambda b, x, dx: b.mul(dx, b.mul(_const(b, 2, x), x)))
+
+
+def _abs_jvp(b, x, dx):
+    # The one-sided derivative from the right at 0, as for the scalar abs.
+    return _where(b, b.binary(ops.Lt, x, _const(b, 0, x)), b.neg(dx), dx)
+
+
+defjvp(np.abs, _abs_jvp)  # np.absolute is the same object
+defjvp(np.fabs, _abs_jvp)
+
+
+def _power_dbase(b, x, y, dx):
+    return b.mul(dx, b.mul(y, _np(b, np.power, x, b.sub(y, _const(b, 1, y)))))
+
+
+def _power_dexponent(b, x, y, dy):
+    # x**y log(x), taken as 0 where x == 0 (flat in y there for y > 0; log would give 0 * -inf).
+    slope = b.mul(_np(b, np.power, x, y), _np(b, np.log, x))
+    return b.mul(dy, _where(b, b.binary(ops.Eq, x, _const(b, 0, x)), _const(b, 0, slope), slope))
+
+
+defjvp(np.power, _power_dbase, _power_dexponent)
+# `x ** y` on arrays as well as scalars (scalar.py's rule emits math.log, scalars only).
+defjvp(ops.Pow, _power_dbase, _power_dexponent)
+
+
+def _extremum_rule(keep_first: type) -> Callable:
+    """np.maximum/np.minimum: the tangent of the side chosen; ties go to the first argument."""
+
+    def rule(b, primals, tangents, kwargs):
+        _positional_only(kwargs, primals, 2)
+        (x, y), (dx, dy) = primals, tangents
+        return _where(b, b.binary(keep_first, x, y), _or_zeros(b, dx, x), _or_zeros(b, dy, y))
+
+    return rule
+
+
+defrule(np.maximum, _extremum_rule(ops.Ge))
+defrule(np.minimum, _extremum_rule(ops.Le))
+
+
+def _where_rule(b, primals, tangents, kwargs):
+    _positional_only(kwargs, primals, 3)
+    cond, x, y = primals
+    _, dx, dy = tangents
+    # Always np.where, even on scalars: the primal is then a 0-d array, and so is its tangent.
+    return _np(b, np.where, cond, _or_zeros(b, dx, x), _or_zeros(b, dy, y))
+
+
+defrule(np.where, _where_rule)
+
+
+def _clip_rule(b, primals, tangents, kwargs):
+    # np.clip(x, lo, hi) == np.minimum(np.maximum(x, lo), hi); either bound may be None.
+    _positional_only(kwargs, primals, 3)
+    x, lo, hi = primals
+    dx, dlo, dhi = tangents
+    tangent, low = _or_zeros(b, dx, x), x
+    if not isinstance(lo.type, NoneType):
+        tangent = _where(b, b.binary(ops.Lt, x, lo), _or_zeros(b, dlo, lo), tangent)
+        low = _np(b, np.maximum, x, lo)
+    if not isinstance(hi.type, NoneType):
+        tangent = _where(b, b.binary(ops.Gt, low, hi), _or_zeros(b, dhi, hi), tangent)
+    return tangent
+
+
+defrule(np.clip, _clip_rule)
+
+for _flat in (np.sign, np.round, np.around, np.rint):  # np.floor/ceil/trunc: in scalar.py
+    defzero(_flat)
+
+
+# --- linear functions: the same call on the tangent ----------------------------------------------
+
+def _first_tangent(tangents):
+    """The tangent of a function linear in its first argument, whose others carry none."""
+    if any(t is not None for t in tangents[1:]):
+        raise RuleNotApplicable("only the first argument (the array) may carry a tangent")
+    return tangents[0]
+
+
+def linear_call(fn) -> Callable:
+    """Rule of a function linear in its first argument: `fn(dx, *other_args, **kwargs)`."""
+    return lambda b, primals, tangents, kwargs: b.call(
+        fn, [_first_tangent(tangents), *primals[1:]], kwargs)
+
+
+def linear_method(name: str) -> Callable:
+    """Rule of a method linear in its receiver: `dx.name(*args, **kwargs)`."""
+    return lambda b, primals, tangents, kwargs: b.method_call(
+        name, _first_tangent(tangents), list(primals[1:]), kwargs)
+
+
+def linear_attribute(name: str) -> Callable:
+    return lambda b, primals, tangents, kwargs: b.getattr(tangents[0], name)
+
+
+for _fn in (np.sum, np.mean, np.transpose, np.copy, np.ravel, np.reshape, np.cumsum, np.trace):
+    defrule(_fn, linear_call(_fn))
+for _name in ("sum", "mean", "copy", "ravel", "reshape", "transpose", "cumsum"):
+    defrule(Method(_name), linear_method(_name))
+defrule(Attribute("T"), linear_attribute("T"))
+
+
+# --- bilinear functions ----------------------------------------------------------------------
+
+defjvp(np.dot, lambda b, x, y, dx: _np(b, np.dot, dx, y), lambda b, x, y, dy: _np(b, np.dot, x, dy))
+defjvp(Method("dot"),
+       lambda b, x, y, dx: b.method_call("dot", dx, [y]),
+       lambda b, x, y, dy: b.method_call("dot", x, [dy]))
+defjvp(np.outer,
+       lambda b, x, y, dx: _np(b, np.outer, dx, y), lambda b, x, y, dy: _np(b, np.outer, x, dy))
+# numba implements `@` for 1-D and 2-D float arrays only.
+defjvp(ops.MatMul,
+       lambda b, x, y, dx: b.binary(ops.MatMul, dx, y),
+       lambda b, x, y, dy: b.binary(ops.MatMul, x, dy))
+
+
+# --- reductions that are not linear --------------------------------------------------------------
+
+@numba.njit(cache=False)
+def prod_tangent(x, dx):
+    """sum_i dx_i prod_{j != i} x_j, by suffix products and a running prefix product: no
+    division, so exact zeros in x are handled."""
+    xs, ds = np.ravel(x), np.ravel(dx)
+    n = xs.size
+    suffix = np.empty(n + 1)
+    suffix[n] = 1.0
+    for i in range(n - 1, -1, -1):
+        suffix[i] = suffix[i + 1] * xs[i]
+    prefix, total = 1.0, 0.0
+    for i in range(n):
+        total += ds[i] * prefix * suffix[i + 1]
+        prefix *= xs[i]
+    return total
+
+
+@numba.njit(cache=False)
+def argmax_tangent(x, dx):
+    """The tangent of x's (first) largest element, both read in C order."""
+    return np.ravel(dx)[np.argmax(x)]
+
+
+@numba.njit(cache=False)
+def argmin_tangent(x, dx):
+    return np.ravel(dx)[np.argmin(x)]
+
+
+def _whole_array(helper) -> Callable:
+    """Rule of a reduction over the whole array (no axis: numba supports none for these)."""
+
+    def rule(b, primals, tangents, kwargs):
+        _positional_only(kwargs, primals, 1)
+        if not _is_array(primals[0]):
+            raise RuleNotApplicable("the rule reduces arrays only")
+        return b.call(helper, [primals[0], tangents[0]])
+
+    return rule
+
+
+for _key, _helper in [(np.prod, prod_tangent), (Method("prod"), prod_tangent),
+                      (np.max, argmax_tangent), (np.amax, argmax_tangent),
+                      (Method("max"), argmax_tangent),
+                      (np.min, argmin_tangent), (np.amin, argmin_tangent),
+                      (Method("min"), argmin_tangent)]:
+    defrule(_key, _whole_array(_helper))
+
+
+def _norm_rule(b, primals, tangents, kwargs):
+    # The default norm (2-norm of a vector, Frobenius of a matrix): <x, dx> / |x|.
+    if len(primals) != 1 or kwargs:
+        raise RuleNotApplicable("only the default norm, np.linalg.norm(x), is differentiated")
+    x, dx = primals[0], tangents[0]
+    return b.div(_np(b, np.sum, b.mul(x, dx)), _np(b, np.linalg.norm, x))
+
+
+defrule(np.linalg.norm, _norm_rule)
+
+
+def _positional_only(kwargs, primals, arity: int) -> None:
+    if kwargs:
+        raise RuleNotApplicable(f"keyword arguments {sorted(kwargs)} are not supported by this "
+                                "rule")
+    if len(primals) != arity:
+        raise RuleNotApplicable(f"the rule expects {arity} argument(s), got {len(primals)}")
+
+
+# --- test cases --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class NumpyRuleCase:
+    """A kernel exercising one primitive, example arguments inside its domain, and which of them
+    are differentiated (indices of float scalar/array arguments)."""
+
+    name: str
+    fn: Callable    # plain Python; tests compile it with numba.njit
+    args: Callable  # args(rng) -> tuple of arguments
+    wrt: tuple
+    rtol: float = 1e-6
+
+
+def _uniform(lo, hi, *shape, dtype=np.float64):
+    return lambda rng: rng.uniform(lo, hi, shape).astype(dtype)
+
+
+def _away_from_integers(*shape):
+    """Values whose distance to the nearest integer and half-integer exceeds 0.05."""
+    return lambda rng: (rng.integers(-3, 3, shape) + rng.uniform(0.05, 0.45, shape)
+                        + 0.5 * rng.integers(0, 2, shape))
+
+
+def _array_case(name, fn, *draws, rtol=1e-6):
+    """A case whose arguments are all drawn and all differentiated."""
+    return NumpyRuleCase(name, fn, lambda rng: tuple(d(rng) for d in draws),
+                         tuple(range(len(draws))), rtol)
+
+
+def _with_zeros(*positions):
+    def draw(rng):
+        x = rng.uniform(0.5, 1.5, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4))
+        for p in positions:
+            x.flat[p] = 0.0
+        return x
+    return draw
+
+
+_VEC = _uniform(-2.0, 2.0, 5)
+_MAT = _uniform(-2.0, 2.0, 3, 4)
+_POS = _uniform(0.3, 3.0, 3, 4)
+_UNIT = _uniform(-0.9, 0.9, 3, 4)
+
+
+def _scalar(lo, hi):
+    return lambda rng: float(rng.uniform(lo, hi))
+
+
+_E = _array_case
+NUMPY_RULE_CASES = [
+    # elementwise, on arrays
+    _E("sin", lambda x: np.sin(x), _MAT),
+    _E("cos", lambda x: np.cos(x), _MAT),
+    _E("tan", lambda x: np.tan(x), _uniform(-1.2, 1.2, 3, 4)),
+    _E("exp", lambda x: np.exp(x), _MAT),
+    _E("expm1", lambda x: np.expm1(x), _MAT),
+    _E("exp2", lambda x: np.exp2(x), _MAT),
+    _E("log", lambda x: np.log(x), _POS),
+    _E("log1p", lambda x: np.log1p(x), _uniform(-0.7, 3.0, 3, 4)),
+    _E("log2", lambda x: np.log2(x), _POS),
+    _E("log10", lambda x: np.log10(x), _POS),
+    _E("sqrt", lambda x: np.sqrt(x), _POS),
+    _E("sinh", lambda x: np.sinh(x), _MAT),
+    _E("cosh", lambda x: np.cosh(x), _MAT),
+    _E("tanh", lambda x: np.tanh(x), _MAT),
+    _E("arcsin", lambda x: np.arcsin(x), _UNIT),
+    _E("arccos", lambda x: np.arccos(x), _UNIT),
+    _E("arctan", lambda x: np.arctan(x), _MAT),
+    _E("arctan2", lambda y, x: np.arctan2(y, x), _MAT, _MAT),
+    _E("arctan2_scalar_x", lambda y, x: np.arctan2(y, x), _MAT, _scalar(-2.0, -0.5)),
+    _E("hypot", lambda x, y: np.hypot(x, y), _MAT, _MAT),
+    _E("abs", lambda x: np.abs(x), _away_from_integers(3, 4)),
+    _E("fabs", lambda x: np.fabs(x), _away_from_integers(3, 4)),
+    _E("power", lambda x, y: np.power(x, y), _POS, _MAT),
+    _E("power_scalar_exponent", lambda x, y: np.power(x, y), _POS, _scalar(-1.5, 2.5)),
+    NumpyRuleCase("power_int_exponent", lambda x, n: np.power(x, n),
+                  lambda rng: (_MAT(rng), 3), (0,)),
+    _E("pow_operator", lambda x, y: x ** y, _POS, _MAT),
+    _E("pow_operator_int", lambda x: x ** 3, _MAT),
+    _E("square", lambda x: np.square(x), _MAT),
+    _E("maximum", lambda x, y: np.maximum(x, y), _MAT, _MAT),
+    _E("minimum", lambda x, y: np.minimum(x, y), _MAT, _MAT),
+    _E("maximum_scalar", lambda x: np.maximum(x, 0.25), _MAT),
+    _E("minimum_broadcast", lambda x, y: np.minimum(x, y), _MAT, _uniform(-2.0, 2.0, 4)),
+    NumpyRuleCase("where", lambda c, x, y: np.where(c, x, y),
+                  lambda rng: (rng.uniform(size=(3, 4)) > 0.5, _MAT(rng), _MAT(rng)), (1, 2)),
+    _E("where_computed", lambda x, y: np.where(x > 0.0, x * x, np.sin(y)), _MAT, _MAT),
+    _E("where_scalar_branch", lambda x, s: np.where(x > 0.0, x, s), _MAT, _scalar(-1.0, 1.0)),
+    _E("where_broadcast", lambda x, y: np.where(y > 0.0, x, y), _MAT, _uniform(-2.0, 2.0, 4)),
+    _E("clip", lambda x: np.clip(x, -0.5, 0.7), _MAT),
+    _E("clip_array_bounds", lambda x, lo, hi: np.clip(x, lo, hi),
+       _MAT, _uniform(-1.5, -0.2, 3, 4), _uniform(0.2, 1.5, 4)),
+    _E("clip_upper_only", lambda x: np.clip(x, None, 0.7), _MAT),
+    _E("floor", lambda x: x * np.floor(x), _away_from_integers(3, 4)),
+    _E("ceil", lambda x: x * np.ceil(x), _away_from_integers(3, 4)),
+    _E("trunc", lambda x: x * np.trunc(x), _away_from_integers(3, 4)),
+    _E("sign", lambda x: x * np.sign(x), _away_from_integers(3, 4)),
+    _E("round", lambda x: x * np.round(x), _away_from_integers(3, 4)),
+    _E("float32_sin", lambda x: np.sin(x) * np.sqrt(x),
+       _uniform(0.3, 3.0, 3, 4, dtype=np.float32), rtol=1e-3),
+    # elementwise, on scalars (numpy's ufuncs on floats)
+    _E("scalar_cos", lambda x: np.cos(x), _scalar(-2.0, 2.0)),
+    _E("scalar_arcsin", lambda x: np.arcsin(x), _scalar(-0.9, 0.9)),
+    _E("scalar_power", lambda x, y: np.power(x, y), _scalar(0.3, 3.0), _scalar(-1.5, 2.5)),
+    _E("scalar_maximum", lambda x, y: np.maximum(x, y), _scalar(-1.0, 0.0), _scalar(0.1, 1.0)),
+    _E("scalar_abs", lambda x: np.abs(x), _scalar(-2.0, -0.5)),
+    _E("scalar_where", lambda x, y: np.where(x > y, x * y, y), _scalar(0.5, 1.0),
+       _scalar(-1.0, 0.0)),
+    # reductions
+    _E("sum", lambda x: np.sum(x), _MAT),
+    _E("sum_axis", lambda x: np.sum(x, axis=0), _MAT),
+    _E("sum_axis_positional", lambda x: np.sum(x, 1), _MAT),
+    _E("mean", lambda x: np.mean(x), _MAT),
+    _E("prod", lambda x: np.prod(x), _uniform(0.5, 1.5, 3, 4)),
+    NumpyRuleCase("prod_one_zero", lambda x: np.prod(x), lambda rng: (_with_zeros(5)(rng),),
+                  (0,)),
+    NumpyRuleCase("prod_two_zeros", lambda x: np.prod(x) + np.sum(x),
+                  lambda rng: (_with_zeros(2, 9)(rng),), (0,)),
+    _E("max", lambda x: np.max(x), _MAT),
+    _E("min", lambda x: np.min(x), _MAT),
+    _E("amax", lambda x: np.amax(x), _MAT),
+    _E("amin", lambda x: np.amin(x), _MAT),
+    _E("max_of_transpose", lambda x: np.max(x.T), _MAT),
+    _E("cumsum", lambda x: np.cumsum(x), _MAT),
+    _E("cumsum_axis", lambda x: np.cumsum(x, axis=1), _MAT),
+    _E("trace", lambda x: np.trace(x), _uniform(-2.0, 2.0, 4, 4)),
+    _E("norm_vector", lambda x: np.linalg.norm(x), _VEC),
+    _E("norm_matrix", lambda x: np.linalg.norm(x), _MAT),
+    # linear reshaping and copying
+    _E("transpose", lambda x: np.transpose(x), _MAT),
+    _E("transpose_axes", lambda x: np.transpose(x, (1, 0)), _MAT),
+    _E("copy", lambda x: np.copy(x), _MAT),
+    _E("ravel", lambda x: np.ravel(x), _MAT),
+    _E("reshape", lambda x: np.reshape(x, (4, 3)), _MAT),
+    # bilinear
+    _E("dot_vectors", lambda x, y: np.dot(x, y), _VEC, _VEC),
+    _E("dot_matrix_vector", lambda a, x: np.dot(a, x), _MAT, _uniform(-2.0, 2.0, 4)),
+    _E("dot_matrices", lambda a, c: np.dot(a, c), _MAT, _uniform(-2.0, 2.0, 4, 2)),
+    _E("outer", lambda x, y: np.outer(x, y), _VEC, _uniform(-2.0, 2.0, 3)),
+    _E("matmul", lambda a, c: a @ c, _MAT, _uniform(-2.0, 2.0, 4, 2)),
+    _E("matmul_vector", lambda a, x: a @ x, _MAT, _uniform(-2.0, 2.0, 4)),
+    _E("matmul_vectors", lambda x, y: x @ y, _VEC, _VEC),
+    # methods and attributes
+    _E("method_sum", lambda x: x.sum(), _MAT),
+    _E("method_sum_axis", lambda x: x.sum(axis=1), _MAT),
+    _E("method_mean", lambda x: x.mean(), _MAT),
+    _E("method_prod", lambda x: x.prod(), _uniform(0.5, 1.5, 3, 4)),
+    _E("method_max", lambda x: x.max(), _MAT),
+    _E("method_min", lambda x: x.min(), _MAT),
+    _E("method_copy", lambda x: x.copy(), _MAT),
+    _E("method_ravel", lambda x: x.ravel(), _MAT),
+    _E("method_reshape", lambda x: x.reshape(4, 3), _MAT),
+    _E("method_reshape_tuple", lambda x: x.reshape((2, 6)), _MAT),
+    _E("method_transpose", lambda x: x.transpose(), _MAT),
+    _E("method_dot", lambda a, c: a.dot(c), _MAT, _uniform(-2.0, 2.0, 4, 2)),
+    _E("method_cumsum", lambda x: x.cumsum(), _MAT),
+    _E("attribute_T", lambda x: x.T, _MAT),
+    # a composite, so that the rules meet each other
+    _E("composite", lambda x, w: np.sum(np.tanh(w @ x) ** 2) + np.max(np.abs(x)),
+       _uniform(-2.0, 2.0, 4), _MAT),
+]

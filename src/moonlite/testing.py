@@ -1,0 +1,112 @@
+"""The rule checker (after Mooncake's `test_rule` and JAX's `check_grads`): public API.
+
+`check_jvp(f, *args)` differentiates the njit function `f` in forward mode at `args` along a
+random tangent direction and checks:
+
+1. the primal output equals `f(*args)`;
+2. the output tangent agrees with central finite differences of `f` along the same direction,
+   taking the best of several step sizes (so neither truncation nor rounding error decides);
+3. for every array argument `f` writes into, the tangent array after the call agrees with
+   finite differences of the array's final value (the tangent of a mutated input describes its
+   new value).
+
+A failure raises `AssertionError` saying which check failed, for which output or argument, and
+by how much. Every evaluation gets fresh copies of the arguments, so kernels that mutate their
+inputs are checked correctly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .api import _kind, jvp
+
+STEP_SIZES = (1e-2, 3e-3, 1e-3, 3e-4, 1e-4, 3e-5, 1e-5, 1e-6, 1e-7)
+
+
+def check_jvp(f, *args, rtol: float = 1e-5, atol: float = 1e-7, seed: int = 0,
+              tangents=None) -> None:
+    """Check moonlite's forward derivative of `f` at `args` (see the module docstring)."""
+    rng = np.random.default_rng(seed)
+    if tangents is None:
+        tangents = tuple(_random_tangent(a, rng) for a in args)
+    ours_args, ours_tangents = _copy(args), _copy(tangents)
+    out, dout = jvp(f, ours_args, ours_tangents)
+    _check_primal(f, args, out)
+    estimates = [_central_difference(f, args, tangents, h) for h in STEP_SIZES]
+    _check_against(_flatten(dout, out), [e[0] for e in estimates], rtol, atol, "output")
+    for i, a in enumerate(args):
+        if _kind(a) == "array" and not np.array_equal(ours_args[i], a):
+            _check_against(np.ravel(ours_tangents[i]), [e[1][i] for e in estimates], rtol, atol,
+                           f"argument {i} (written by the function)")
+
+
+def _random_tangent(a, rng):
+    kind = _kind(a)
+    if kind == "float":
+        return type(a)(rng.standard_normal()) if isinstance(a, np.floating) \
+            else float(rng.standard_normal())
+    if kind == "array":
+        return rng.standard_normal(a.shape).astype(a.dtype)
+    if kind == "tuple":
+        return tuple(_random_tangent(e, rng) for e in a)
+    return None
+
+
+def _copy(values):
+    return tuple(_copy(v) if isinstance(v, tuple) else
+                 (v.copy() if isinstance(v, np.ndarray) else v) for v in values)
+
+
+def _shift(a, t, h):
+    kind = _kind(a)
+    if kind == "float":
+        return type(a)(a + h * t)
+    if kind == "array":
+        return (a + h * t).astype(a.dtype)
+    if kind == "tuple":
+        return tuple(_shift(e, te, h) for e, te in zip(a, t))
+    return a.copy() if isinstance(a, np.ndarray) else a
+
+
+def _central_difference(f, args, tangents, h):
+    """(d output, [d final value of each argument]) estimated with step h."""
+    plus_args = tuple(_shift(a, t, h) for a, t in zip(args, tangents))
+    minus_args = tuple(_shift(a, t, -h) for a, t in zip(args, tangents))
+    plus, minus = f(*plus_args), f(*minus_args)
+    d_out = (_flatten(plus, plus) - _flatten(minus, minus)) / (2 * h)
+    d_args = [(np.ravel(p).astype(float) - np.ravel(m).astype(float)) / (2 * h)
+              if isinstance(p, np.ndarray) else None for p, m in zip(plus_args, minus_args)]
+    return d_out, d_args
+
+
+def _flatten(value, like) -> np.ndarray:
+    """Differentiable parts of an output as one float vector (ints and bools are dropped)."""
+    if isinstance(like, tuple):
+        parts = [_flatten(v, l) for v, l in zip(value if value is not None else [None] * len(like),
+                                                like)]
+        return np.concatenate(parts) if parts else np.zeros(0)
+    if _kind(like) in ("float", "array"):
+        return np.ravel(np.asarray(value, dtype=float))
+    return np.zeros(0)
+
+
+def _check_primal(f, args, out) -> None:
+    expected = f(*_copy(args))
+    a, e = _flatten(out, out), _flatten(expected, expected)
+    if a.shape != e.shape or not np.allclose(a, e, rtol=1e-12, atol=0, equal_nan=True):
+        raise AssertionError(f"primal output differs from the function's: moonlite gives {out!r}, "
+                             f"the function {expected!r}")
+
+
+def _check_against(ad: np.ndarray, estimates: list, rtol: float, atol: float, what: str) -> None:
+    ad = np.asarray(ad, dtype=float)
+    errors = [np.max(np.abs(ad - e), initial=0.0) for e in estimates]
+    best = int(np.argmin(errors))
+    scale = np.max(np.abs(ad), initial=0.0)
+    if not errors[best] <= atol + rtol * scale:
+        raise AssertionError(
+            f"forward derivative of the {what} disagrees with central finite differences: "
+            f"max abs error {errors[best]:.3e} at the best step size {STEP_SIZES[best]:g} "
+            f"(tolerance {atol + rtol * scale:.3e});\n  moonlite: {ad}\n  finite differences: "
+            f"{estimates[best]}")
