@@ -182,6 +182,25 @@ defrule(np.clip, _clip_rule)
 for _flat in (np.sign, np.round, np.around, np.rint):  # np.floor/ceil/trunc: in scalar.py
     defzero(_flat)
 
+# Allocations take only the shape (and dtype) of their argument: a fresh array whose tangent is
+# zero (the forward pass materialises a zero array for it, which later writes update).
+for _alloc in (np.empty_like, np.zeros_like, np.ones_like, np.empty, np.zeros, np.ones):
+    defzero(_alloc)
+
+
+def _full_rule(b, primals, tangents, kwargs):
+    """np.full(shape, v) / np.full_like(a, v): the tangent is filled with dv."""
+    if tangents[0] is not None and primals[0].type.is_scalar:
+        raise RuleNotApplicable("the shape argument carries no tangent")
+    dv = tangents[1] if len(tangents) > 1 else None
+    if dv is None:
+        return None
+    return b.call(np.full_like if _is_array(primals[0]) else np.full, [primals[0], dv], kwargs)
+
+
+defrule(np.full, _full_rule)
+defrule(np.full_like, _full_rule)
+
 
 # --- linear functions: the same call on the tangent ----------------------------------------------
 

@@ -1,0 +1,172 @@
+"""The public forward-mode API: jvp, jacfwd, build_frule; argument checking and rule reuse."""
+
+import math
+
+import numba
+import numpy as np
+import pytest
+
+import moonlite
+from moonlite.ad import derived
+from moonlite.api import ArgumentError
+
+
+@numba.njit
+def scaled_sum(x, a, n):
+    s = 0.0
+    for i in range(n):
+        s += math.sin(a * x[i])
+    return s
+
+
+@numba.njit
+def scale_in_place(x, a):
+    for i in range(x.shape[0]):
+        x[i] *= a
+    return x[0]
+
+
+@numba.njit
+def vector_field(x):
+    y = np.empty(x.shape[0] - 1)
+    for i in range(x.shape[0] - 1):
+        y[i] = x[i + 1] ** 2 - math.exp(-x[i])
+    return y
+
+
+@numba.njit
+def matrix_input(A):
+    return np.sum(np.tanh(A) * A[0])
+
+
+def fd_jacobian(f, args, argnum, h=1e-6):
+    x = np.asarray(args[argnum], dtype=float)
+    cols = []
+    for k in range(x.size):
+        e = np.zeros(x.size)
+        e[k] = h
+        e = e.reshape(x.shape)
+        plus = list(args)
+        minus = list(args)
+        plus[argnum] = x + e if x.ndim else float(x + e)
+        minus[argnum] = x - e if x.ndim else float(x - e)
+        cols.append((np.asarray(f(*plus)) - np.asarray(f(*minus))) / (2 * h))
+    out_shape = np.shape(f(*args))
+    return np.stack(cols, axis=-1).reshape(out_shape + x.shape)
+
+
+# --- jvp -------------------------------------------------------------------------------------
+
+def test_jvp_matches_finite_differences_with_an_int_argument():
+    x, dx = np.linspace(0, 1, 7), np.linspace(1, 2, 7)
+    out, dout = moonlite.jvp(scaled_sum, (x, 0.7, 7), (dx, 0.3, None))
+    assert out == scaled_sum(x, 0.7, 7)
+    h = 1e-6
+    fd = (scaled_sum(x + h * dx, 0.7 + h * 0.3, 7) - scaled_sum(x - h * dx, 0.7 - h * 0.3, 7))
+    assert dout == pytest.approx(fd / (2 * h), rel=1e-7)
+
+
+def test_jvp_follows_mutation_into_the_tangent_array():
+    x, dx = np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.0, 1.0])
+    out, dout = moonlite.jvp(scale_in_place, (x, 2.0), (dx, 0.25))
+    np.testing.assert_array_equal(x, [2.0, 4.0, 6.0])  # what the primal leaves in x
+    # d(a * x) = a dx + x da, elementwise: the tangent describes the new value of x
+    np.testing.assert_allclose(dx, [2.0 * 0.5 + 1.0 * 0.25, 2.0 * 0.0 + 2.0 * 0.25,
+                                    2.0 * 1.0 + 3.0 * 0.25])
+    assert (out, dout) == (2.0, dx[0])
+
+
+def test_integer_output_has_no_tangent():
+    @numba.njit
+    def count_positive(x):
+        n = 0
+        for v in x:
+            if v > 0:
+                n += 1
+        return n
+
+    assert moonlite.jvp(count_positive, (np.array([1.0, -1.0]),), (np.ones(2),)) == (1, None)
+
+
+@pytest.mark.parametrize("tangents, message", [
+    ((np.ones(6), 0.3, None), "shape (6,)"),
+    ((np.ones(7, dtype=np.float32), 0.3, None), "dtype float32"),
+    ((np.ones(7), 0.3, 1.0), "carries no tangent"),
+    ((np.ones(7), np.ones(2), None), "must be a scalar"),
+    ((None, 0.3, None), "missing"),
+    ((np.ones(7), 0.3), "one tangent per primal"),
+    (([1.0] * 7, 0.3, None), "must be an array"),
+])
+def test_bad_tangents_are_refused_before_anything_runs(tangents, message):
+    x = np.linspace(0, 1, 7)
+    before = x.copy()
+    with pytest.raises(ArgumentError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        moonlite.jvp(scaled_sum, (x, 0.7, 7), tangents)
+    np.testing.assert_array_equal(x, before)
+
+
+def test_non_njit_function_is_refused():
+    with pytest.raises(moonlite.UnsupportedError, match="@numba.njit"):
+        moonlite.jvp(lambda x: x, (1.0,), (1.0,))
+
+
+def test_second_call_with_the_same_types_reuses_the_rule():
+    x = np.linspace(0, 1, 5)
+    moonlite.jvp(scaled_sum, (x, 0.7, 5), (x, 0.3, None))
+    rule = moonlite.build_frule(scaled_sum, x, 0.7, 5)
+    count = derived.cached_rule_count()
+    moonlite.jvp(scaled_sum, (x * 2, 0.1, 3), (x, 1.0, None))
+    assert derived.cached_rule_count() == count
+    assert moonlite.build_frule(scaled_sum, x, 0.7, 5) is rule
+    assert len(rule.signatures) == 1  # numba compiled it once
+
+
+def test_build_frule_keeps_its_ir_and_is_callable_from_njit():
+    x = np.linspace(0, 1, 5)
+    rule = moonlite.build_frule(scaled_sum, x, 0.7, 5)
+    assert "func scaled_sum_fwd(" in str(rule.ir)
+    moonlite.verify(rule.ir)
+
+    @numba.njit
+    def directional(x, a, dx):
+        return rule(x, a, 5, dx, 0.0)[1]
+
+    expected = moonlite.jvp(scaled_sum, (x, 0.7, 5), (np.ones(5), 0.0, None))[1]
+    assert directional(x, 0.7, np.ones(5)) == pytest.approx(expected, rel=1e-15)
+
+
+# --- jacfwd ------------------------------------------------------------------------------------
+
+def test_jacfwd_of_a_vector_function_spans_several_batches():
+    x = np.linspace(-1.0, 1.0, 19)  # 19 inputs: three batches of width 8, the last padded
+    jac = moonlite.jacfwd(vector_field)(x)
+    assert jac.shape == (18, 19)
+    np.testing.assert_allclose(jac, fd_jacobian(vector_field, (x,), 0), rtol=1e-6, atol=1e-8)
+
+
+def test_jacfwd_of_a_matrix_argument_has_shape_out_plus_in():
+    A = np.random.default_rng(0).standard_normal((3, 4))
+    jac = moonlite.jacfwd(matrix_input)(A)
+    assert jac.shape == (3, 4)
+    np.testing.assert_allclose(jac, fd_jacobian(matrix_input, (A,), 0), rtol=1e-6, atol=1e-8)
+
+
+def test_jacfwd_with_tuple_argnums_and_a_scalar_argument():
+    x = np.linspace(0, 1, 4)
+    jx, ja = moonlite.jacfwd(scaled_sum, argnums=(0, 1))(x, 0.7, 4)
+    np.testing.assert_allclose(jx, fd_jacobian(scaled_sum, (x, 0.7, 4), 0), rtol=1e-6)
+    assert ja == pytest.approx(fd_jacobian(scaled_sum, (x, 0.7, 4), 1), rel=1e-6)
+
+
+def test_jacfwd_leaves_the_callers_arrays_alone():
+    x = np.array([1.0, 2.0, 3.0])
+    jac = moonlite.jacfwd(scale_in_place)(x, 2.0)
+    np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(jac, [2.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("argnums, message", [(2, "int"), (5, "out of range"),
+                                              ("x", "must be an int")])
+def test_jacfwd_refuses_bad_argnums(argnums, message):
+    with pytest.raises(ArgumentError, match=message):
+        moonlite.jacfwd(scaled_sum, argnums=argnums)(np.ones(3), 0.5, 3)
