@@ -7,6 +7,7 @@ from . import ir
 from .ir import verify
 from .lower import MoonliteDispatcher, lower
 from .api import build_frule, jacfwd, jvp
+from . import testing  # noqa: E402  (the public rule checker: moonlite.testing.check_jvp)
 
 __version__ = "0.1.0"
 

@@ -83,10 +83,10 @@ def _check_tangent(primal, tangent, where: str):
     raise UnsupportedError("complex arguments", hint="split them into real and imaginary parts")
 
 
-def _rule_for(f, primals: tuple, width: int, api: str):
+def _rule_for(f, primals: tuple, width: int, api: str, active=None):
     _check_njit(f, api)
     argtypes = tuple(f.typeof_pyval(p) for p in primals)
-    return derived_forward_rule(f, argtypes, width)
+    return derived_forward_rule(f, argtypes, width, active)
 
 
 # --- jvp ---------------------------------------------------------------------------------------
@@ -151,23 +151,19 @@ def _check_argnum(n, args: tuple, api: str) -> None:
 
 
 def _jacobian_wrt(f, args: tuple, argnum: int):
+    argnum = argnum % len(args)
     x = args[argnum]
     n = int(np.size(x))
     width = min(JACFWD_WIDTH, n)
-    rule = _rule_for(f, args, width, "jacfwd")
+    # Only x carries tangents: the other arguments are inactive (zero tangents, allocated inside
+    # the rule only where the kernel writes into them).
+    rule = _rule_for(f, args, width, "jacfwd", active=frozenset([argnum]))
     columns = []
     for start in range(0, n, width):
         count = min(width, n - start)
         fresh = _copy_args(args)  # the kernel may write into its inputs: each pass gets its own
         seeds = [_seed(x, start + j) if j < count else _zeros_like(x) for j in range(width)]
-        tangents = []
-        for j in range(width):
-            for i, a in enumerate(fresh):
-                kind = _kind(a)
-                if kind == "none":
-                    continue
-                tangents.append(seeds[j] if i == argnum % len(args) else _zero_tangent(a))
-        result = rule(*fresh, *tangents)
+        result = rule(*fresh, *seeds)
         out = result[0]
         if _kind(out) not in ("float", "array"):
             raise ArgumentError("jacfwd: the function must return a float or a float array, "
@@ -190,13 +186,6 @@ def _zeros_like(x):
     if np.ndim(x) == 0:
         return type(x)(0.0) if isinstance(x, np.floating) else 0.0
     return np.zeros_like(x)
-
-
-def _zero_tangent(a):
-    kind = _kind(a)
-    if kind == "tuple":
-        return tuple(None if _kind(e) == "none" else _zero_tangent(e) for e in a)
-    return _zeros_like(a)
 
 
 def _copy_args(args: tuple) -> tuple:

@@ -15,6 +15,7 @@ from moonlite import rules
 from moonlite.ad import forward_transform
 from moonlite.ir import Builder, ops, types
 from moonlite.rules.scalar import RULE_CASES
+from moonlite.testing import check_jvp
 
 STEPS = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7)
 
@@ -91,15 +92,16 @@ def _jit(case):
 
 
 @pytest.mark.parametrize("case", RULE_CASES, ids=[c.name for c in RULE_CASES])
-def test_rule_against_finite_differences(case):
+def test_rule_through_the_rule_checker(case):
+    """moonlite.testing.check_jvp: primal value and JVP against central finite differences."""
     f = _jit(case)
     for i, point in enumerate(case.points):
-        tangents = _tangents(point, seed=i)
-        assert_jvp_matches_fd(f, point, tangents, rtol=case.rtol)
+        check_jvp(f, *point, rtol=case.rtol, seed=i)
         for k, p in enumerate(point):  # each argument alone, so no term can hide another
             if _is_float(p):
-                alone = tuple(1.0 if j == k else 0.0 for j in range(len(point)))
-                assert_jvp_matches_fd(f, point, alone, rtol=case.rtol)
+                alone = tuple((type(q)(1.0 if j == k else 0.0) if _is_float(q) else None)
+                              for j, q in enumerate(point))
+                check_jvp(f, *point, rtol=case.rtol, tangents=alone)
 
 
 def test_rules_cover_the_scalar_primitives():

@@ -22,9 +22,11 @@ _cache: dict = {}
 _in_progress: set = set()
 
 
-def derived_forward_rule(f, argtypes: tuple, width: int = 1):
-    """The compiled forward rule of njit function `f` for numba `argtypes` and `width`."""
-    key = ("forward", f, tuple(argtypes), width)
+def derived_forward_rule(f, argtypes: tuple, width: int = 1, active=None):
+    """The compiled forward rule of njit function `f` for numba `argtypes` and `width`, with
+    tangent arguments for the argument indices in `active` (None: every differentiable one)."""
+    active = None if active is None else frozenset(active)
+    key = ("forward", f, tuple(argtypes), width, active)
     with _lock:
         rule = _cache.get(key)
         if rule is not None:
@@ -36,7 +38,7 @@ def derived_forward_rule(f, argtypes: tuple, width: int = 1):
         _in_progress.add(key)
         try:
             primal = capture_types(f, tuple(argtypes))
-            rule = lower(verify(forward_transform(primal, width)))
+            rule = lower(verify(forward_transform(primal, width, active)))
         finally:
             _in_progress.discard(key)
         _cache[key] = rule

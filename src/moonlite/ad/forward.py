@@ -1,11 +1,13 @@
 """Forward mode: a line-by-line rewrite of moonlite IR into Dual IR (Mooncake's forwards mode).
 
-`forward_transform(fn, width)` builds a new function
+`forward_transform(fn, width, active)` builds a new function
 
     fn_fwd(*primals, *tangents_0, ..., *tangents_{width-1}) -> (out, dout_0, ..., dout_{width-1})
 
-where each `tangents_j` holds one tangent per differentiable argument (float scalars, float
-arrays, tuples holding them; ints and bools get none). `width > 1` is batched mode: `width`
+where each `tangents_j` holds one tangent per active argument: by default every differentiable
+argument (float scalars, float arrays, tuples holding them; ints and bools get none), or the
+argument indices in `active`. Inactive arguments have zero tangents (a real zero array only if
+the function may write into the argument: `readonly.py`). `width > 1` is batched mode: `width`
 tangent directions travel through one evaluation of the primal.
 
 Invariants of the rewrite:
@@ -36,6 +38,7 @@ from ..ir import Builder, ops, reverse_post_order
 from ..ir.core import Function, Op, OpResult, Value
 from ..ir.types import ArrayType, ComplexType, FloatType, TupleType, none
 from ..rules import Attribute, Method, RuleNotApplicable, lookup_jvp
+from .readonly import never_written
 from .tangents import ZERO, is_differentiable, materialize, tangent_type
 
 # Calls that write into an array argument: differentiating them needs a rule that does the
@@ -43,21 +46,25 @@ from .tangents import ZERO, is_differentiable, materialize, tangent_type
 _MUTATING_METHODS = {"fill", "sort", "resize", "put", "itemset"}
 
 
-def forward_transform(fn: Function, width: int = 1) -> Function:
-    """The forward-mode function of `fn` for `width` tangent directions; `fn` is left untouched."""
+def forward_transform(fn: Function, width: int = 1, active=None) -> Function:
+    """The forward-mode function of `fn` for `width` tangent directions, with tangent arguments
+    for the argument indices in `active` (default: every differentiable argument); `fn` is left
+    untouched."""
     if width < 1:
         raise ValueError("width must be at least 1")
-    return _ForwardPass(fn, width).run()
+    return _ForwardPass(fn, width, active).run()
 
 
-def differentiable_args(fn: Function) -> list:
-    return [a for a in fn.args if is_differentiable(a.type)]
+def differentiable_args(fn: Function, active=None) -> list:
+    return [a for i, a in enumerate(fn.args)
+            if is_differentiable(a.type) and (active is None or i in active)]
 
 
 class _ForwardPass:
-    def __init__(self, fn: Function, width: int):
+    def __init__(self, fn: Function, width: int, active=None):
         self.fn = fn
         self.width = width
+        self.active = active
         self.values: dict = {}    # value of fn -> value of the new function
         self.tangents: dict = {}  # value of fn -> list (one per direction) of Value or ZERO
         self.blocks: dict = {}
@@ -68,7 +75,7 @@ class _ForwardPass:
 
     def _new_function(self) -> Builder:
         fn, width = self.fn, self.width
-        active = differentiable_args(fn)
+        active = differentiable_args(fn, self.active)
         names = [a.name for a in fn.args]
         for j in range(width):
             suffix = "" if width == 1 else f"_{j}"
@@ -89,6 +96,8 @@ class _ForwardPass:
     def run(self) -> Function:
         for block in self.fn.blocks:
             self.blocks[block] = self.b.new_block(block.hint)
+        self.b.position_at_end(self.blocks[self.fn.entry])
+        self._zero_inactive_arguments()
         for block in reverse_post_order(self.fn):
             self.b.position_at_end(self.blocks[block])
             for op in block.ops:
@@ -101,6 +110,16 @@ class _ForwardPass:
                 handler(self, op)
         self._fill_phis()
         return self.b.function
+
+    def _zero_inactive_arguments(self) -> None:
+        for arg in self.fn.args:
+            if arg in self.tangents or not is_differentiable(arg.type):
+                continue
+            if never_written(self.fn, arg):
+                self.set_tangents(arg, [ZERO] * self.width)
+            else:
+                self.set_tangents(arg, [materialize(self.b, self.values[arg], ZERO)
+                                        for _ in range(self.width)])
 
     def _refuse_complex(self, op: Op) -> None:
         values = list(op.operands) + ([op.result] if op.result is not None else [])
@@ -228,17 +247,20 @@ class _ForwardPass:
         if op.kwnames:
             raise self.unsupported(op, f"a keyword-argument call of {_describe(op)}",
                                    "pass the arguments by position")
-        active = [a for a in args if is_differentiable(a.type)]
+        # Arguments whose tangents are all ZERO (read-only arrays, constants) are inactive in the
+        # callee's rule: nothing is allocated for them.
+        active = [i for i, a in enumerate(args) if is_differentiable(a.type) and
+                  any(self.tangent(a, j) is not ZERO for j in range(self.width))]
         if not active:
             new = self.clone(op)
             if is_differentiable(op.result.type):
                 self.set_tangents(op.result, self.fresh_or_zero(op.result))
             return new
         rule = derived_forward_rule(op.callee, tuple(a.type.to_numba() for a in args),
-                                    self.width)
+                                    self.width, frozenset(active))
         call_args = [self.values[a] for a in args]
         for j in range(self.width):
-            call_args += [self.real_tangent(a, j) for a in active]
+            call_args += [self.real_tangent(args[i], j) for i in active]
         res = self.b.call(rule, call_args, type=rule.ir.return_type, hint=None)
         out = self.b.tuple_getitem(res, 0)
         self.values[op.result] = out

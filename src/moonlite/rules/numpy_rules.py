@@ -123,6 +123,15 @@ defjvp(np.fabs, _abs_jvp)
 
 
 def _power_dbase(b, x, y, dx):
+    k = ops.constant_value(y)
+    if isinstance(k, (int, float)) and not isinstance(k, bool):
+        # A constant exponent (the common `x ** 2`): fold y - 1 now, so that numba keeps its
+        # fast integer-power path, and `x ** 2` costs one multiplication.
+        if k == 2:
+            return b.mul(dx, b.mul(_const(b, 2, x), x))
+        if k == 1:
+            return dx
+        return b.mul(dx, b.mul(_const(b, k, x), b.binary(ops.Pow, x, b.const(k - 1, y.type))))
     return b.mul(dx, b.mul(y, _np(b, np.power, x, b.sub(y, _const(b, 1, y)))))
 
 
