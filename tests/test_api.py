@@ -170,3 +170,18 @@ def test_jacfwd_leaves_the_callers_arrays_alone():
 def test_jacfwd_refuses_bad_argnums(argnums, message):
     with pytest.raises(ArgumentError, match=message):
         moonlite.jacfwd(scaled_sum, argnums=argnums)(np.ones(3), 0.5, 3)
+
+
+def test_kernel_calling_a_moonlite_compiled_function_differentiates_its_kept_ir():
+    @numba.njit
+    def inner(x):
+        return x * x * x
+
+    compiled = moonlite.lower(moonlite.capture(inner, 1.0))
+
+    @numba.njit
+    def outer(x):
+        return compiled(x) + 1.0
+
+    out, dout = moonlite.jvp(outer, (2.0,), (1.0,))
+    assert (out, dout) == (9.0, 12.0)
