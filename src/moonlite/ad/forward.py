@@ -28,14 +28,14 @@ One handler per op class (`_HANDLERS`); a construct with no handler or rule rais
 
 from __future__ import annotations
 
-import copy
 import linecache
 from typing import Optional
 
 from .. import _numba as nb
 from ..errors import UnsupportedError
 from ..ir import Builder, ops, reverse_post_order
-from ..ir.core import Function, Op, OpResult, Value
+from ..ir.clone import clone_op
+from ..ir.core import Function, Op, Value
 from ..ir.types import ArrayType, ComplexType, FloatType, TupleType, none
 from ..rules import Attribute, Method, RuleNotApplicable, lookup_jvp
 from .readonly import never_written
@@ -159,16 +159,7 @@ class _ForwardPass:
 
     def clone(self, op: Op) -> Op:
         """Emit a copy of `op` reading the new function's values and blocks."""
-        new = copy.copy(op)
-        new.operands = tuple(self.values[v] for v in op.operands)
-        new.block = None
-        for attr in _BLOCK_ATTRIBUTES.get(type(op), ()):
-            setattr(new, attr, self.blocks[getattr(op, attr)])
-        if op.result is not None:
-            new.result = OpResult(op.result.type, new, op.result.hint)
-            self.values[op.result] = new.result
-        self.b.emit(new)
-        return new
+        return self.b.emit(clone_op(op, self.values, self.blocks))
 
     # --- handlers ------------------------------------------------------------------------------
 
@@ -462,8 +453,6 @@ def _unique(names: list) -> list:
         out.append(name)
     return out
 
-
-_BLOCK_ATTRIBUTES = {ops.Jump: ("target",), ops.Branch: ("if_true", "if_false")}
 
 _HANDLERS = {
     ops.Constant: _ForwardPass.on_constant,

@@ -176,3 +176,20 @@ class Builder:
 
     def raise_(self, exc_class, args: Sequence[Value] = ()) -> None:
         self.emit(ops.Raise(exc_class, args, self.loc))
+
+    # --- locals and tapes (AD passes) -----------------------------------------------------------
+
+    def load(self, var: "ops.LocalVar", hint=None) -> Value:
+        return self._value(ops.LoadLocal(var, self.loc, hint))
+
+    def store(self, var: "ops.LocalVar", value: Value) -> None:
+        self.emit(ops.StoreLocal(var, value, self.loc))
+
+    def tape_new(self, element_type: Type, hint=None) -> Value:
+        return self._value(ops.TapeNew(element_type, self.loc, hint))
+
+    def tape_push(self, tape: Value, value: Value) -> None:
+        self.emit(ops.TapePush(tape, value, self.loc))
+
+    def tape_pop(self, tape: Value, hint=None) -> Value:
+        return self._value(ops.TapePop(tape, self.loc, hint))

@@ -14,7 +14,7 @@ from typing import ClassVar, Optional, Sequence
 from ..errors import UNKNOWN_LOC, SourceLoc
 from .core import (ANY, ARRAY, BOOL, INDEX, NUMERIC, SLICE_PART, TUPLE, Block, Op, OperandDef,
                    Terminator, Value)
-from .types import ArrayType, BoolType, TupleType, Type
+from .types import ArrayType, BoolType, TapeType, TupleType, Type
 
 
 def short_name(obj) -> str:
@@ -490,3 +490,89 @@ def constant_value(value: Value, default=None) -> Optional[object]:
 
 def is_constant(value: Value) -> bool:
     return isinstance(getattr(value, "op", None), Constant)
+
+
+# --- mutable locals and tapes (what AD passes use to communicate across sweeps) ----------------
+
+class LocalVar:
+    """A named mutable slot of one type, like an LLVM alloca: AD passes keep adjoints and values
+    the reverse sweep needs in these. Lowering makes it an ordinary numba variable, so numba's
+    SSA reconstruction turns it back into registers and phis."""
+
+    def __init__(self, type, name: str):
+        self.type = type
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<local {self.name}: {self.type}>"
+
+
+class LoadLocal(Op):
+    OPERANDS = ()
+    MNEMONIC = "load"
+
+    def __init__(self, var: LocalVar, loc=UNKNOWN_LOC, hint=None):
+        super().__init__((), var.type, loc, hint)
+        self.var = var
+
+    def attributes(self) -> str:
+        return f"${self.var.name}"
+
+
+class StoreLocal(Op):
+    OPERANDS = (OperandDef("value"),)
+    RESULT = None
+    MNEMONIC = "store"
+
+    def __init__(self, var: LocalVar, value: Value, loc=UNKNOWN_LOC):
+        super().__init__((value,), None, loc)
+        self.var = var
+
+    def attributes(self) -> str:
+        return f"${self.var.name}"
+
+    def type_errors(self) -> list:
+        if self.value.type != self.var.type:
+            return [f"stores {self.value.type} into local ${self.var.name} of type "
+                    f"{self.var.type}"]
+        return []
+
+
+class TapeNew(Op):
+    """An empty tape (a stack) of `element_type` values: numba's built-in list."""
+
+    OPERANDS = ()
+    MNEMONIC = "tape.new"
+
+    def __init__(self, element_type, loc=UNKNOWN_LOC, hint=None):
+        super().__init__((), TapeType(element_type), loc, hint)
+        self.element_type = element_type
+
+    def attributes(self) -> str:
+        return f"<{self.element_type}>"
+
+
+class TapePush(Op):
+    OPERANDS = (OperandDef("tape"), OperandDef("value"))
+    RESULT = None
+    MNEMONIC = "tape.push"
+
+    def __init__(self, tape: Value, value: Value, loc=UNKNOWN_LOC):
+        super().__init__((tape, value), None, loc)
+
+    def type_errors(self) -> list:
+        if _tape_element(self.tape) != self.value.type:
+            return [f"pushes {self.value.type} onto a tape of {_tape_element(self.tape)}"]
+        return []
+
+
+class TapePop(Op):
+    OPERANDS = (OperandDef("tape"),)
+    MNEMONIC = "tape.pop"
+
+    def __init__(self, tape: Value, loc=UNKNOWN_LOC, hint=None):
+        super().__init__((tape,), _tape_element(tape), loc, hint)
+
+
+def _tape_element(tape: Value):
+    return tape.type.element if isinstance(tape.type, TapeType) else None

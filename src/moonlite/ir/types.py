@@ -150,6 +150,19 @@ class SliceType(Type):
 
 
 @dataclass(frozen=True)
+class TapeType(Type):
+    """A stack of values that AD passes push in one sweep and pop in the other (numba's list)."""
+
+    element: Type
+
+    def to_numba(self):
+        return nbt.List(self.element.to_numba(), reflected=False)
+
+    def __str__(self) -> str:
+        return f"tape<{self.element}>"
+
+
+@dataclass(frozen=True)
 class OpaqueType(Type):
     """Any numba type moonlite does not model (strings, dtype classes, records, ...), kept as is."""
 

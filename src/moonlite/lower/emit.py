@@ -16,6 +16,7 @@ import numpy as np
 from .. import _numba as nb
 from ..errors import LoweringError
 from ..ir import ops
+from ..ir.cfg import reverse_post_order
 from ..ir.core import Argument, Function, Value
 from ..ir.types import ArrayType, BoolType, FloatType, IntType
 from .helpers import select_impl
@@ -51,10 +52,11 @@ class NumbaEmitter:
         self.scope = ir.Scope(None, self.loc)
         self.vars: dict = {}
         self.counter = 0
-        self.labels = {block: i for i, block in enumerate(fn.blocks)}
+        self.labels: dict = {}  # set in emit(), for the reachable blocks
         self.next_label = len(fn.blocks)
         self.nblocks: dict = {}
         self.current = None
+        self.locals: dict = {}
         self.uses: dict = {}
         for op in fn.ops():
             for v in op.operands:
@@ -100,13 +102,17 @@ class NumbaEmitter:
     # --- driver --------------------------------------------------------------------------------
 
     def emit(self):
-        for block in self.fn.blocks:
+        live = set(reverse_post_order(self.fn))
+        self.labels = {block: i for i, block in enumerate(b for b in self.fn.blocks if b in live)}
+        for block in self.labels:
             self.nblocks[self.labels[block]] = ir.Block(self.scope, self.loc)
         self.current = self.nblocks[0]
         for arg in self.fn.args:
             self._emit_arg(arg)
         self._name_phis()
-        for block in self.fn.blocks:
+        # Reverse post-order: a value's definition is emitted before its uses, whatever order
+        # the pass that built the IR appended its blocks in (unreachable blocks are dropped).
+        for block in reverse_post_order(self.fn):
             self.current = self.nblocks[self.labels[block]]
             for op in block.ops:
                 if not isinstance(op, ops.Phi):
@@ -132,11 +138,11 @@ class NumbaEmitter:
     # --- phi copies ----------------------------------------------------------------------------
 
     def _place_phi_copies(self) -> None:
-        for block in self.fn.blocks:
+        for block in self.labels:
             phis = block.phis
             if not phis:
                 continue
-            for pred in {p for phi in phis for p in phi.incoming_blocks}:
+            for pred in {p for phi in phis for p in phi.incoming_blocks if p in self.labels}:
                 copies = [(phi.result, phi.value_from(pred)) for phi in phis]
                 copies = [(dst, src) for dst, src in copies
                           if not isinstance(getattr(src, "op", None), ops.Undef)]
@@ -272,6 +278,32 @@ class NumbaEmitter:
         ret = self.temp(ir.Expr.cast(self.var(op.value), loc), loc, "ret")
         self.current.append(ir.Return(ret, loc))
 
+    def local(self, var: ops.LocalVar) -> ir.Var:
+        """The numba variable standing for a moonlite local (assigned many times: numba's SSA
+        reconstruction makes registers and phis of it)."""
+        v = self.locals.get(var)
+        if v is None:
+            v = self.locals[var] = self._fresh(f"local_{var.name}")
+        return v
+
+    def on_load_local(self, op: ops.LoadLocal, loc) -> None:
+        self.define(op.result, self.local(op.var), loc)
+
+    def on_store_local(self, op: ops.StoreLocal, loc) -> None:
+        self.current.append(ir.Assign(self.var(op.value), self.local(op.var), loc))
+
+    def on_tape_new(self, op: ops.TapeNew, loc) -> None:
+        # an empty list literal: numba infers its element type from the appends
+        self.define(op.result, ir.Expr.build_list([], loc), loc)
+
+    def on_tape_push(self, op: ops.TapePush, loc) -> None:
+        method = self.temp(ir.Expr.getattr(self.var(op.tape), "append", loc), loc, "push")
+        self.temp(ir.Expr.call(method, [self.var(op.value)], (), loc), loc, "pushed")
+
+    def on_tape_pop(self, op: ops.TapePop, loc) -> None:
+        method = self.temp(ir.Expr.getattr(self.var(op.tape), "pop", loc), loc, "pop")
+        self.define(op.result, ir.Expr.call(method, [], (), loc), loc)
+
     def on_raise(self, op: ops.Raise, loc) -> None:
         if all(ops.is_constant(a) for a in op.args):
             args = tuple(ops.constant_value(a) for a in op.args)
@@ -301,6 +333,11 @@ _HANDLERS = {
     ops.Branch: NumbaEmitter.on_branch,
     ops.Return: NumbaEmitter.on_return,
     ops.Raise: NumbaEmitter.on_raise,
+    ops.LoadLocal: NumbaEmitter.on_load_local,
+    ops.StoreLocal: NumbaEmitter.on_store_local,
+    ops.TapeNew: NumbaEmitter.on_tape_new,
+    ops.TapePush: NumbaEmitter.on_tape_push,
+    ops.TapePop: NumbaEmitter.on_tape_pop,
     **{cls: NumbaEmitter.on_binary for cls in ops.BINARY_OPS},
     **{cls: NumbaEmitter.on_unary for cls in ops.UNARY_OPS},
 }

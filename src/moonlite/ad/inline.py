@@ -1,0 +1,104 @@
+"""Inline calls of njit functions: the reverse pass differentiates one flat function.
+
+A derived reverse rule must keep the callee's forward state (its tapes, the arrays it wrote)
+alive until the caller's reverse sweep reaches the call. Inlining the callee's IR makes that
+state part of the caller's own sweep, with no closure to carry it: the reverse pass then sees
+loops, branches and writes of callees exactly as it sees its own. Recursion cannot be inlined and
+is refused with a clear error.
+"""
+
+from __future__ import annotations
+
+from .. import _numba as nb
+from ..capture import capture_types
+from ..errors import UnsupportedError
+from ..ir import Builder, ops, reverse_post_order
+from ..ir.clone import clone_op
+from ..ir.core import Block, Function
+
+
+def inline_njit_calls(fn: Function, keep=lambda callee: False, _stack: tuple = ()) -> Function:
+    """A new function with every call of an njit function (except those `keep` accepts)
+    replaced by the callee's body, recursively; `fn` is left untouched."""
+    return _Inliner(fn, keep, _stack).run()
+
+
+class _Inliner:
+    def __init__(self, fn: Function, keep, stack: tuple):
+        self.fn, self.keep, self.stack = fn, keep, stack
+        self.b = Builder.new_function(fn.name, fn.argtypes, [a.name for a in fn.args],
+                                      fn.return_type, py_func=fn.py_func, loc=fn.loc)
+        self.values = dict(zip(fn.args, self.b.function.args))
+        self.blocks: dict = {}
+        self.exit_block: dict = {}  # old block -> new block holding its terminator
+        self.phis: list = []
+
+    def run(self) -> Function:
+        order = reverse_post_order(self.fn)  # definitions before uses; dead blocks dropped
+        for block in order:
+            self.blocks[block] = self.b.new_block(block.hint)
+        for block in order:
+            self.b.position_at_end(self.blocks[block])
+            for op in block.ops:
+                self.b.loc = op.loc
+                if self._inlinable(op):
+                    self._inline(op)
+                else:
+                    new = self.b.emit(clone_op(op, self.values, self.blocks))
+                    if isinstance(op, ops.Phi):
+                        self.phis.append((op, new))
+            self.exit_block[block] = self.b.block
+        for old, new in self.phis:
+            for block, value in old.incoming:
+                if block in self.exit_block:
+                    new.add_incoming(self.exit_block[block], self.values[value])
+        return self.b.function
+
+    def _inlinable(self, op) -> bool:
+        return (isinstance(op, ops.Call) and nb.is_njit_dispatcher(op.callee)
+                and not op.kwnames and not self.keep(op.callee))
+
+    def _inline(self, call: ops.Call) -> None:
+        argtypes = tuple(a.type.to_numba() for a in call.operands)
+        key = (call.callee, argtypes)
+        if key in self.stack:
+            raise UnsupportedError(
+                "recursive functions in reverse mode", function=self.fn.name,
+                argtypes=self.fn.argtypes, loc=call.loc,
+                hint="rewrite the recursion as a loop, or write a custom rule for the function")
+        callee = inline_njit_calls(capture_types(call.callee, argtypes), self.keep,
+                                   self.stack + (key,))
+        continuation = self.b.new_block("after_call")
+        returns = self._copy_body(callee, [self.values[a] for a in call.operands], continuation)
+        self.b.position_at_end(continuation)
+        if len(returns) == 1:
+            self.values[call.result] = returns[0][1]
+        else:
+            phi = self.b.phi(call.result.type, continuation, hint=call.result.hint)
+            for block, value in returns:
+                phi.add_incoming(block, value)
+            self.values[call.result] = phi.result
+
+    def _copy_body(self, callee: Function, args: list, continuation: Block) -> list:
+        """Copy the callee's blocks in; its returns jump to `continuation`. Returns the
+        (block, value) pairs of the returns."""
+        values = dict(zip(callee.args, args))
+        order = reverse_post_order(callee)
+        blocks = {blk: self.b.new_block(blk.hint) for blk in order}
+        self.b.jump(blocks[callee.entry])
+        returns, phis = [], []
+        for blk in order:
+            self.b.position_at_end(blocks[blk])
+            for op in blk.ops:
+                if isinstance(op, ops.Return):
+                    returns.append((blocks[blk], values[op.value]))
+                    self.b.jump(continuation)
+                    continue
+                new = self.b.emit(clone_op(op, values, blocks))
+                if isinstance(op, ops.Phi):
+                    phis.append((op, new))
+        for old, new in phis:
+            for blk, value in old.incoming:
+                if blk in blocks:
+                    new.add_incoming(blocks[blk], values[value])
+        return returns
