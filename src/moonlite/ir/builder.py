@@ -193,3 +193,6 @@ class Builder:
 
     def tape_pop(self, tape: Value, hint=None) -> Value:
         return self._value(ops.TapePop(tape, self.loc, hint))
+
+    def tape_top(self, tape: Value, hint=None) -> Value:
+        return self._value(ops.TapePeek(tape, self.loc, hint))

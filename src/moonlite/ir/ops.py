@@ -574,5 +574,16 @@ class TapePop(Op):
         super().__init__((tape,), _tape_element(tape), loc, hint)
 
 
+class TapePeek(Op):
+    """The value on top of a tape, left there (the pullback reads a kept value as often as it
+    needs, and pops it once, where its definition is reversed)."""
+
+    OPERANDS = (OperandDef("tape"),)
+    MNEMONIC = "tape.top"
+
+    def __init__(self, tape: Value, loc=UNKNOWN_LOC, hint=None):
+        super().__init__((tape,), _tape_element(tape), loc, hint)
+
+
 def _tape_element(tape: Value):
     return tape.type.element if isinstance(tape.type, TapeType) else None

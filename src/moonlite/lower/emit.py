@@ -304,6 +304,10 @@ class NumbaEmitter:
         method = self.temp(ir.Expr.getattr(self.var(op.tape), "pop", loc), loc, "pop")
         self.define(op.result, ir.Expr.call(method, [], (), loc), loc)
 
+    def on_tape_top(self, op: ops.TapePeek, loc) -> None:
+        minus_one = self.temp(ir.Const(-1, loc), loc, "top")
+        self.define(op.result, ir.Expr.getitem(self.var(op.tape), minus_one, loc), loc)
+
     def on_raise(self, op: ops.Raise, loc) -> None:
         if all(ops.is_constant(a) for a in op.args):
             args = tuple(ops.constant_value(a) for a in op.args)
@@ -338,6 +342,7 @@ _HANDLERS = {
     ops.TapeNew: NumbaEmitter.on_tape_new,
     ops.TapePush: NumbaEmitter.on_tape_push,
     ops.TapePop: NumbaEmitter.on_tape_pop,
+    ops.TapePeek: NumbaEmitter.on_tape_top,
     **{cls: NumbaEmitter.on_binary for cls in ops.BINARY_OPS},
     **{cls: NumbaEmitter.on_unary for cls in ops.UNARY_OPS},
 }

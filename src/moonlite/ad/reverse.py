@@ -1,0 +1,751 @@
+"""Reverse mode: one function holding a forward sweep and a pullback (Mooncake's reverse mode).
+
+`reverse_transform(fn)` (for `fn` whose njit calls are already inlined: `inline.py`) builds
+
+    fn_rev(*primals, dout) -> (out, (grad_0, grad_1, ...))
+
+with one gradient per argument (a float for a float, an array for a float array, a tuple for a
+tuple, none for the rest).
+
+**Forward sweep.** The primal's blocks, copied, plus bookkeeping:
+- every float array gets a *shadow* array of the same shape, made where the array is made and
+  threaded through views, phis and tuples exactly like a forward-mode tangent; adjoints of arrays
+  are accumulated in shadows (incremented, never overwritten): Mooncake's fdata;
+- a block with several predecessors pushes which one control came from onto the block stack;
+- a value the pullback reads is kept for it: in a local if its block runs at most once, on a
+  tape (one per value) if its block is in a loop;
+- a write (`a[i] = v`, `a += b`) first saves what it overwrites.
+
+**Pullback.** One reverse block per forward block, visited in reverse: each op's adjoint rule runs
+in reverse order, then the phis hand their adjoints to the incoming value of the edge actually
+taken (popped from the block stack), writes are undone (so every input array ends up holding what
+it held before the call) and the shadows of their targets are cleared where they were
+overwritten. Scalar adjoints live in locals (Mooncake's rdata), reset to zero once their
+definition is reached, so loop iterations do not leak into each other.
+
+Adjoint rules: an elementwise primitive reuses its forward rule (the derivative with respect to
+operand k is the forward rule applied to a unit tangent in k); structural and linear-algebra ops
+have their own rules in `REVERSE_HANDLERS` below.
+"""
+
+from __future__ import annotations
+
+import linecache
+from typing import Optional
+
+import numpy as np
+
+from ..errors import UnsupportedError
+from ..ir import Builder, ops, reverse_post_order
+from ..ir.cfg import natural_loops, predecessors
+from ..ir.clone import clone_op
+from ..ir.core import Block, Function, Op, Value
+from ..ir.types import ArrayType, FloatType, TupleType, int64, none
+from ..rules import Method, RuleNotApplicable, lookup_jvp
+
+
+def reverse_transform(fn: Function) -> Function:
+    """The gradient function of `fn` (see the module docstring); `fn` is left untouched."""
+    return _ReversePass(fn).run()
+
+
+def _is_float(t) -> bool:
+    return isinstance(t, FloatType)
+
+
+def _is_float_array(t) -> bool:
+    return isinstance(t, ArrayType) and isinstance(t.dtype, FloatType)
+
+
+def _has_adjoint(t) -> bool:
+    if isinstance(t, TupleType):
+        return any(_has_adjoint(e) for e in t.elements)
+    return _is_float(t) or _is_float_array(t)
+
+
+class _ReversePass:
+    def __init__(self, fn: Function):
+        self.fn = fn
+        out = fn.return_type
+        if not (_is_float(out) or _is_float_array(out)):
+            raise self.unsupported(None, f"reverse mode of a function returning {out}",
+                                   "return a float or a float array")
+        grads = TupleType(tuple(_grad_type(a.type) for a in fn.args))
+        names = [a.name for a in fn.args] + ["dout"]
+        self.b = Builder.new_function(f"{fn.name}_rev", [*fn.argtypes, out], names,
+                                      TupleType((out, grads)), loc=fn.loc)
+        self.values: dict = dict(zip(fn.args, self.b.function.args))
+        self.dout = self.b.function.args[-1]
+        self.blocks: dict = {}      # forward block of fn -> its copy
+        self.rblocks: dict = {}     # forward block of fn -> its reverse block
+        self.exit_of: dict = {}     # forward block of fn -> copy holding its terminator
+        self.shadows: dict = {}     # float array value of fn -> shadow Value (forward sweep)
+        self.adjoints: dict = {}    # float value of fn -> LocalVar
+        self.kept: dict = {}        # value (or shadow key) -> ("local", LocalVar) | ("tape", tape)
+        self.phis: list = []
+        self.loop_blocks = set().union(*(lp.body for lp in natural_loops(fn))) \
+            if fn.blocks else set()
+        self.preds = predecessors(fn)
+        self.need = self._needed_values()
+
+    # --- driver --------------------------------------------------------------------------------
+
+    def run(self) -> Function:
+        order = reverse_post_order(self.fn)
+        self.setup = self.b.new_block("setup")
+        for block in order:
+            self.blocks[block] = self.b.new_block(block.hint)
+        for block in order:
+            self.rblocks[block] = self.b.new_block(f"rev_{block.hint or ''}")
+        self.finish = self.b.new_block("finish")
+        self.b.position_at_end(self.setup)
+        self.block_stack = self.b.tape_new(int64, hint="blocks")
+        self.out_var = ops.LocalVar(self.fn.return_type, "out")
+        self._shadow_arguments()
+        self.setup_end = self.b.block
+        for block in order:
+            self._forward_block(block)
+        self._fill_forward_phis()
+        for block in order:
+            self._reverse_block(block)
+        self._finish()
+        self._initialise_locals()
+        return self.b.function
+
+    def _initialise_locals(self) -> None:
+        """Zero every adjoint local at the top of the function, before anything reads it."""
+        self.b.position_at_end(self.setup)
+        for var in self.adjoints.values():
+            self.b.store(var, self.b.const(0.0, var.type))
+        self.b.jump(self.blocks[self.fn.entry])
+
+    # --- which values the pullback reads --------------------------------------------------------
+
+    def _needed_values(self) -> set:
+        need = set()
+        for op in self.fn.ops():
+            if isinstance(op, (ops.Phi, ops.Jump, ops.Branch, ops.Return, ops.Raise,
+                               ops.Constant)):
+                continue
+            if op.result is not None and not _has_adjoint(op.result.type) \
+                    and not isinstance(op, (ops.SetItem, ops.InplaceBinary)):
+                continue
+            need.update(v for v in op.operands if not isinstance(getattr(v, "op", None),
+                                                                  ops.Constant))
+        return need
+
+    def keep(self, old: Value, new: Value, key=None) -> None:
+        """Make `new` (the copy of `old`, or its shadow) readable in the pullback."""
+        key = key if key is not None else old
+        block = old.block if isinstance(old, Op) else getattr(getattr(old, "op", None), "block",
+                                                               None)
+        if block is None:  # an argument: available everywhere
+            self.kept[key] = ("direct", new)
+        elif block in self.loop_blocks:
+            tape = self._tape_for(new.type)
+            self.b.tape_push(tape, new)
+            self.kept[key] = ("tape", tape)
+        else:
+            var = ops.LocalVar(new.type, f"kept{len(self.kept)}")
+            self.b.store(var, new)
+            self.kept[key] = ("local", var)
+
+    def _tape_for(self, t) -> Value:
+        op = ops.TapeNew(t, self.b.loc)
+        self.setup.insert(len(self.setup.ops), op)
+        op.block = self.setup
+        return op.result
+
+    def recall(self, old: Value, key=None) -> Value:
+        """In the pullback: the value `old` had in the forward sweep (its latest instance)."""
+        key = key if key is not None else old
+        if isinstance(getattr(old, "op", None), ops.Constant) and key is old:
+            return self.b.emit(clone_op(old.op, {}, {})).result
+        how, where = self.kept[key]
+        if how == "direct":
+            return where
+        if how == "local":
+            return self.b.load(where)
+        return self.b.tape_top(where)
+
+    def release(self, old: Value, key=None) -> None:
+        """At the reverse of `old`'s definition: drop the instance the tape holds."""
+        key = key if key is not None else old
+        entry = self.kept.get(key)
+        if entry is not None and entry[0] == "tape":
+            self.b.tape_pop(entry[1])
+
+    # --- adjoints ------------------------------------------------------------------------------
+
+    def adjoint_var(self, old: Value) -> ops.LocalVar:
+        var = self.adjoints.get(old)
+        if var is None:
+            var = self.adjoints[old] = ops.LocalVar(old.type, f"adj{len(self.adjoints)}")
+        return var
+
+    def accumulate(self, old: Value, contribution: Optional[Value]) -> None:
+        """adjoint(old) += contribution, for a float `old` (arrays go through their shadow)."""
+        if contribution is None or not _is_float(old.type):
+            return
+        var = self.adjoint_var(old)
+        self.b.store(var, self.b.add(self.b.load(var), self.b.cast(contribution, old.type)))
+
+    def take_adjoint(self, old: Value) -> Value:
+        """Read adjoint(old) and reset it to zero (the definition of `old` is reached)."""
+        var = self.adjoint_var(old)
+        value = self.b.load(var)
+        self.b.store(var, self.b.const(0.0, var.type))
+        return value
+
+    def shadow(self, old: Value) -> Optional[Value]:
+        """In the pullback: the shadow array of the float array `old` (None for constants)."""
+        if ("shadow", old) not in self.kept:
+            return None
+        return self.recall(old, key=("shadow", old))
+
+    # --- forward sweep -------------------------------------------------------------------------
+
+    def _shadow_arguments(self) -> None:
+        for old, new in zip(self.fn.args, self.b.function.args):
+            self._make_shadow(old, new)
+            if old in self.need:
+                self.kept[old] = ("direct", new)
+
+    def _make_shadow(self, old: Value, new: Value, shadow: Optional[Value] = None) -> None:
+        if not _is_float_array(old.type) or old.type.readonly:
+            return
+        if shadow is None:
+            shadow = self.b.call(np.zeros_like, [new], type=_writable(old.type))
+        self.shadows[old] = shadow
+        self.keep(old, shadow, key=("shadow", old))
+
+    def _forward_block(self, block: Block) -> None:
+        self.b.position_at_end(self.blocks[block])
+        preds = self.preds[block]
+        for op in block.ops:
+            self.b.loc = op.loc
+            if isinstance(op, ops.Phi):
+                self._forward_phi(op)
+                continue
+            if op is block.ops[len(block.phis)] and len(preds) > 1:
+                self._record_predecessor(block, preds)
+            handler = FORWARD_HANDLERS.get(type(op), _ReversePass.fw_default)
+            handler(self, op)
+        self.exit_of[block] = self.b.block
+
+    def _record_predecessor(self, block: Block, preds: list) -> None:
+        came_from = self.b.phi(int64, self.blocks[block], hint="came_from")
+        self.phis.append((None, came_from, preds))
+        self.b.tape_push(self.block_stack, came_from.result)
+
+    def _forward_phi(self, op: ops.Phi) -> None:
+        new = self.b.phi(op.result.type, self.blocks[op.block], hint=op.result.hint)
+        self.values[op.result] = new.result
+        self.phis.append((op, new, None))
+        if _is_float_array(op.result.type):
+            shadow = self.b.phi(_writable(op.result.type), self.blocks[op.block])
+            self.phis.append((("shadow", op), shadow, None))
+            self.shadows[op.result] = shadow.result
+
+    def _fill_forward_phis(self) -> None:
+        for old, new, preds in self.phis:
+            if old is None:  # the came_from phi: the index of each predecessor
+                for k, pred in enumerate(preds):
+                    new.add_incoming(self.exit_of[pred], self._const_at_end(pred, k))
+                continue
+            shadow = isinstance(old, tuple)
+            phi = old[1] if shadow else old
+            for pred, value in phi.incoming:
+                incoming = self.shadows.get(value) if shadow else self.values[value]
+                if incoming is None:  # a constant array flowing into an array phi
+                    self.b.position_before_terminator(self.exit_of[pred])
+                    incoming = self.b.call(np.zeros_like, [self.values[value]],
+                                           type=new.result.type)
+                new.add_incoming(self.exit_of[pred], incoming)
+        # now that every phi has its inputs, keep what the pullback reads
+        for old, new, _ in self.phis:
+            if old is None or isinstance(old, tuple):
+                continue
+            block = self.blocks[old.block]
+            self.b.position_at_end(block)
+            self._keep_after_phis(old, new, block)
+
+    def _keep_after_phis(self, old: ops.Phi, new: ops.Phi, block: Block) -> None:
+        """Keep phi results (and phi shadows) at the first non-phi position of their block."""
+        index = len(block.phis)
+        tail = block.ops[index:]
+        block.ops = block.ops[:index]
+        if old.result in self.need:
+            self.keep(old.result, new.result)
+        if old.result in self.shadows:
+            self.keep(old.result, self.shadows[old.result], key=("shadow", old.result))
+        for op in tail:
+            block.append(op)
+
+    def _const_at_end(self, pred: Block, k: int) -> Value:
+        self.b.position_before_terminator(self.exit_of[pred])
+        return self.b.const(k, int64)
+
+    def emit_clone(self, op: Op) -> Op:
+        return self.b.emit(clone_op(op, self.values, self.blocks))
+
+    def after_definition(self, op: Op) -> None:
+        if op.result is not None and op.result in self.need:
+            self.keep(op.result, self.values[op.result])
+
+    def fw_default(self, op: Op) -> None:
+        self.emit_clone(op)
+        self.after_definition(op)
+        result = op.result
+        if result is not None and _is_float_array(result.type) and not result.type.readonly:
+            self._make_shadow(result, self.values[result], self._shadow_of_result(op))
+
+    def _shadow_of_result(self, op: Op) -> Optional[Value]:
+        """Views share their source's shadow; other new arrays get a fresh zero shadow."""
+        source = _view_source(op)
+        if source is None or source not in self.shadows:
+            return None
+        src_shadow = self.shadows[source]
+        if isinstance(op, ops.GetItem):
+            return self.b.getitem(src_shadow, self.values[op.index])
+        if isinstance(op, ops.GetAttr):
+            return self.b.getattr(src_shadow, op.name)
+        args = [self.values[a] for a in op.positional]
+        return self.b.method_call(op.method, src_shadow, args)
+
+    def fw_setitem(self, op: ops.SetItem) -> None:
+        # save what the write overwrites, so the pullback can restore it
+        target, index = self.values[op.target], self.values[op.index]
+        old_value = self.b.getitem(target, index, type=_item_type(op))
+        if isinstance(old_value.type, ArrayType):
+            old_value = self.b.method_call("copy", old_value, [])
+        self.keep(op, old_value, key=("saved", op))
+        self.emit_clone(op)
+
+    def fw_inplace(self, op: ops.InplaceBinary) -> None:
+        target = self.values[op.target]
+        self.keep(op, self.b.method_call("copy", target, []), key=("saved", op))
+        self.emit_clone(op)
+        if op.target in self.shadows:
+            self.shadows[op.result] = self.shadows[op.target]
+            self.kept[("shadow", op.result)] = self.kept[("shadow", op.target)]
+        self.after_definition(op)
+
+    def fw_return(self, op: ops.Return) -> None:
+        out = self.values[op.value]
+        if isinstance(out.type, ArrayType):
+            out = self.b.method_call("copy", out, [])  # the pullback restores written arrays
+        self.b.store(self.out_var, out)
+        self.b.jump(self.rblocks[op.block])
+
+    def fw_build_tuple(self, op: ops.BuildTuple) -> None:
+        if _has_adjoint(op.result.type) and any(_is_float_array(v.type) for v in op.items):
+            raise self.unsupported(op, "tuples holding arrays in reverse mode",
+                                   "pass and return the arrays separately")
+        self.emit_clone(op)
+        self.after_definition(op)
+
+    # --- pullback ------------------------------------------------------------------------------
+
+    def _reverse_block(self, block: Block) -> None:
+        self.b.position_at_end(self.rblocks[block])
+        for op in reversed(block.ops):
+            if isinstance(op, (ops.Phi, ops.Jump, ops.Branch, ops.Raise)):
+                continue
+            self.b.loc = op.loc
+            handler = REVERSE_HANDLERS.get(type(op), _ReversePass.rv_elementwise)
+            handler(self, op)
+            if op.result is not None:
+                self.release(op.result)
+                if ("shadow", op.result) in self.kept and not isinstance(op, ops.InplaceBinary):
+                    self.release(op.result, key=("shadow", op.result))
+        phi_adjoints = [(phi, self.take_adjoint(phi.result)) for phi in block.phis
+                        if _is_float(phi.result.type)]
+        for phi in block.phis:
+            self.release(phi.result)
+            if ("shadow", phi.result) in self.kept:
+                self.release(phi.result, key=("shadow", phi.result))
+        self._leave_reverse_block(block, phi_adjoints)
+
+    def _leave_reverse_block(self, block: Block, phi_adjoints: list) -> None:
+        preds = self.preds[block]
+        if not preds:
+            self.b.jump(self.finish)
+            return
+        if len(preds) == 1:
+            self._edge_contributions(preds[0], phi_adjoints)
+            self.b.jump(self.rblocks[preds[0]])
+            return
+        came_from = self.b.tape_pop(self.block_stack)
+        for k, pred in enumerate(preds[:-1]):
+            edge, rest = self.b.new_block("rev_edge"), self.b.new_block("rev_choose")
+            self.b.branch(self.b.binary(ops.Eq, came_from, self.b.const(k, int64)), edge, rest)
+            self.b.position_at_end(edge)
+            self._edge_contributions(pred, phi_adjoints)
+            self.b.jump(self.rblocks[pred])
+            self.b.position_at_end(rest)
+        self._edge_contributions(preds[-1], phi_adjoints)
+        self.b.jump(self.rblocks[preds[-1]])
+
+    def _edge_contributions(self, pred: Block, phi_adjoints: list) -> None:
+        for phi, adjoint in phi_adjoints:
+            self.accumulate(phi.value_from(pred), adjoint)
+
+    def _finish(self) -> None:
+        self.b.position_at_end(self.finish)
+        grads = [self._gradient_of(old) for old in self.fn.args]
+        out = self.b.load(self.out_var)
+        self.b.ret(self.b.build_tuple([out, self.b.build_tuple(grads)]))
+
+    def _gradient_of(self, old: Value) -> Value:
+        if _is_float(old.type):
+            return self.b.load(self.adjoint_var(old))
+        if old in self.shadows:
+            return self.shadows[old]
+        if isinstance(old.type, TupleType) and _has_adjoint(old.type):
+            raise self.unsupported(None, "tuple arguments in reverse mode",
+                                   "pass the tuple's entries as separate arguments")
+        return self.b.const(None, none)
+
+    def rv_return(self, op: ops.Return) -> None:
+        value = op.value
+        if _is_float(value.type):
+            self.accumulate(value, self.dout)
+        else:
+            shadow = self.shadow(value)
+            if shadow is not None:
+                self.b.inplace(ops.Add, shadow, self.dout)
+
+    def rv_nothing(self, op: Op) -> None:
+        """Ops whose adjoint needs no work: constants, views (their shadow is their source's),
+        allocations, shapes, integer arithmetic."""
+
+    def rv_elementwise(self, op: Op) -> None:
+        """Adjoint of an elementwise primitive from its forward rule: the derivative with
+        respect to operand k is the forward rule applied to a unit tangent in k."""
+        result = op.result
+        if result is None or not _has_adjoint(result.type):
+            if result is None and not isinstance(op, (ops.SetItem,)):
+                self._refuse_unknown_effect(op)
+            return
+        if not (_is_float(result.type) or _is_float_array(result.type)):
+            raise self.unsupported(op, f"the operation {op.mnemonic()!r} producing "
+                                   f"{result.type} in reverse mode", "report this construct")
+        if isinstance(result.type, ArrayType) and not _elementwise(op):
+            raise self.unsupported(op, f"differentiating {_describe(op)} in reverse mode: no "
+                                   "reverse rule is registered", "write a custom rule, or mark "
+                                   "the function non-differentiable")
+        rule = lookup_jvp(_primitive(op))
+        operands = _positional(op)
+        active = [k for k, v in enumerate(operands) if _has_adjoint(v.type)]
+        if not active:
+            return
+        if rule is None:
+            raise self.unsupported(op, f"differentiating {_describe(op)}: no rule is registered",
+                                   "write a custom rule (moonlite.rules.defjvp), or mark the "
+                                   "function non-differentiable")
+        adjoint = self._result_adjoint(result)
+        if adjoint is None:
+            return
+        primals = tuple(self.recall(v) for v in operands)
+        keywords = dict(zip(getattr(op, "kwnames", ()), (self.recall(v) for v in
+                                                          _keyword_values(op))))
+        for k in active:
+            unit = [None] * len(operands)
+            unit[k] = _unit_like(self.b, primals[k])
+            try:
+                derivative = rule(self.b, primals, tuple(unit), keywords)
+            except RuleNotApplicable as exc:
+                raise self.unsupported(op, f"differentiating {_describe(op)}: {exc}",
+                                       "write a custom rule for this signature") from None
+            if derivative is None:
+                continue
+            self._send(operands[k], self.b.mul(adjoint, derivative))
+
+    def _result_adjoint(self, result: Value) -> Optional[Value]:
+        if _is_float(result.type):
+            return self.take_adjoint(result)
+        return self.shadow(result)
+
+    def _send(self, operand: Value, contribution: Value) -> None:
+        """Add `contribution` (shaped like the op's result) to the adjoint of `operand`."""
+        if _is_float(operand.type):
+            if isinstance(contribution.type, ArrayType):
+                contribution = self.b.call(np.sum, [contribution])
+            self.accumulate(operand, contribution)
+        elif _is_float_array(operand.type):
+            shadow = self.shadow(operand)
+            if shadow is not None:
+                self.b.inplace(ops.Add, shadow, contribution)
+
+    def rv_getitem(self, op: ops.GetItem) -> None:
+        if not _is_float(op.result.type):
+            return  # an array result is a view: its shadow is a view of the source's shadow
+        shadow = self.shadow(op.value)
+        if shadow is None:
+            return
+        adjoint = self.take_adjoint(op.result)
+        index = self.recall(op.index)
+        self.b.setitem(shadow, index, self.b.add(self.b.getitem(shadow, index), adjoint))
+
+    def rv_setitem(self, op: ops.SetItem) -> None:
+        target, index = self.recall(op.target), self.recall(op.index)
+        shadow = self.shadow(op.target)
+        if shadow is not None:
+            written = self.b.getitem(shadow, index, type=_shadow_item_type(op))
+            if _has_adjoint(op.value.type):
+                self._send(op.value, written)
+            if isinstance(written.type, ArrayType):
+                self.b.setitem(shadow, index, self.b.const(0.0, op.target.type.dtype))
+            else:
+                self.b.setitem(shadow, index, self.b.const(0.0, written.type))
+        saved = self.recall(op, key=("saved", op))
+        self.b.setitem(target, index, saved)
+        self.release(op, key=("saved", op))
+
+    def rv_inplace(self, op: ops.InplaceBinary) -> None:
+        target = self.recall(op.target)
+        saved = self.recall(op, key=("saved", op))
+        shadow = self.shadow(op.target)
+        kind = op.binop
+        if shadow is not None and _has_adjoint(op.value.type):
+            value = self.recall(op.value)
+            if kind is ops.Add:
+                self._send(op.value, shadow)
+            elif kind is ops.Sub:
+                self._send(op.value, self.b.neg(shadow))
+            elif kind is ops.Mul:
+                self._send(op.value, self.b.mul(shadow, saved))
+            elif kind is ops.TrueDiv:
+                self._send(op.value, self.b.neg(self.b.div(self.b.mul(shadow, saved),
+                                                           self.b.mul(value, value))))
+            else:
+                raise self.unsupported(op, f"the in-place operator {kind.SYMBOL}= in reverse "
+                                       "mode", f"write it as a = a {kind.SYMBOL} b")
+        if shadow is not None and kind in (ops.Mul, ops.TrueDiv):
+            self.b.inplace(kind, shadow, self.recall(op.value))
+        elif shadow is not None and kind not in (ops.Add, ops.Sub):
+            raise self.unsupported(op, f"the in-place operator {kind.SYMBOL}= in reverse mode",
+                                   f"write it as a = a {kind.SYMBOL} b")
+        self.b.setitem(target, self.b.build_slice(*(self.b.const(None, none),) * 3), saved)
+        self.release(op, key=("saved", op))
+
+    def rv_call(self, op: ops.Call) -> None:
+        handler = CALL_ADJOINTS.get(op.callee) if _hashable(op.callee) else None
+        if handler is not None:
+            return handler(self, op)
+        if op.result is not None and _is_float_array(op.result.type) \
+                and not any(_has_adjoint(v.type) for v in op.operands):
+            return  # an allocation (np.zeros, np.empty_like, ...): nothing flows back
+        return self.rv_elementwise(op)
+
+    def rv_method(self, op: ops.MethodCall) -> None:
+        handler = METHOD_ADJOINTS.get(op.method)
+        if handler is not None:
+            return handler(self, op)
+        if op.result is not None and _is_float_array(op.result.type) \
+                and _view_source(op) is not None:
+            return
+        return self.rv_elementwise(op)
+
+    def rv_tuple_getitem(self, op: ops.TupleGetItem) -> None:
+        if _is_float(op.result.type):
+            self._tuple_element_adjoint(op.tuple, op.index, self.take_adjoint(op.result))
+
+    def _tuple_element_adjoint(self, tup: Value, k: int, adjoint: Value) -> None:
+        builder = getattr(tup, "op", None)
+        if isinstance(builder, ops.BuildTuple):
+            self.accumulate(builder.items[k], adjoint)
+            return
+        raise self.unsupported(getattr(tup, "op", None), "tuples that are not built in the "
+                               "differentiated function (tuple arguments, tuple phis) in "
+                               "reverse mode", "pass the entries as separate arguments")
+
+    def rv_sum(self, op: Op) -> None:
+        if op.keywords if isinstance(op, (ops.Call, ops.MethodCall)) else False:
+            raise self.unsupported(op, "np.sum with axis in reverse mode", "sum without axis")
+        operand = _positional(op)[0]
+        self._send_broadcast(operand, self.take_adjoint(op.result))
+
+    def rv_mean(self, op: Op) -> None:
+        operand = _positional(op)[0]
+        x = self.recall(operand)
+        size = self.b.cast(self.b.getattr(x, "size"), op.result.type)
+        self._send_broadcast(operand, self.b.div(self.take_adjoint(op.result), size))
+
+    def _send_broadcast(self, operand: Value, scalar: Value) -> None:
+        shadow = self.shadow(operand)
+        if shadow is not None:
+            self.b.inplace(ops.Add, shadow, scalar)
+
+    def rv_copy(self, op: Op) -> None:
+        result_shadow = self.shadow(op.result)
+        self._send(_positional(op)[0], result_shadow)
+
+    def rv_dot(self, op: Op) -> None:
+        a, c = _positional(op)
+        self._matmul_adjoint(op, a, c)
+
+    def rv_matmul(self, op: ops.MatMul) -> None:
+        self._matmul_adjoint(op, op.lhs, op.rhs)
+
+    def _matmul_adjoint(self, op: Op, a: Value, c: Value) -> None:
+        """y = a @ c for 1-D/2-D a, c: da += dy @ c.T (outer for vectors), dc += a.T @ dy."""
+        av, cv = self.recall(a), self.recall(c)
+        dy = self._result_adjoint(op.result)
+        if dy is None:
+            return
+        na, nc = a.type.ndim, c.type.ndim
+        if _has_adjoint(a.type):
+            if na == 1 and nc == 1:
+                da = self.b.mul(dy, cv)
+            elif na == 2 and nc == 1:
+                da = self.b.call(np.outer, [dy, cv])
+            elif na == 1 and nc == 2:
+                da = self.b.binary(ops.MatMul, cv, dy)
+            else:
+                da = self.b.binary(ops.MatMul, dy, self.b.getattr(cv, "T"))
+            self._send(a, da)
+        if _has_adjoint(c.type):
+            if na == 1 and nc == 1:
+                dc = self.b.mul(dy, av)
+            elif na == 2 and nc == 1:
+                dc = self.b.binary(ops.MatMul, dy, av)
+            elif na == 1 and nc == 2:
+                dc = self.b.call(np.outer, [av, dy])
+            else:
+                dc = self.b.binary(ops.MatMul, self.b.getattr(av, "T"), dy)
+            self._send(c, dc)
+
+    def _refuse_unknown_effect(self, op: Op) -> None:
+        if isinstance(op, ops.Call) and any(_is_float_array(v.type) for v in op.operands):
+            raise self.unsupported(op, f"{_describe(op)}, which may write into an array, in "
+                                   "reverse mode", "write a custom rule for it")
+
+    # --- errors --------------------------------------------------------------------------------
+
+    def unsupported(self, op: Optional[Op], construct: str, hint: str) -> UnsupportedError:
+        loc = op.loc if op is not None else self.fn.loc
+        source = linecache.getline(loc.filename, loc.line) if loc.line else ""
+        return UnsupportedError(construct, function=self.fn.name, argtypes=self.fn.argtypes,
+                                loc=loc, hint=hint, source_line=source)
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+def _grad_type(t):
+    if _is_float(t):
+        return t
+    if _is_float_array(t):
+        return ArrayType(t.dtype, t.ndim, "C", False)
+    return none
+
+
+def _writable(t: ArrayType) -> ArrayType:
+    return ArrayType(t.dtype, t.ndim, t.layout, False)
+
+
+def _item_type(op: ops.SetItem):
+    from ..ir import typing
+    import operator
+    return typing.call_result_type(operator.getitem, (op.target.type, op.index.type))
+
+
+def _shadow_item_type(op: ops.SetItem):
+    t = _item_type(op)
+    return ArrayType(t.dtype, t.ndim, t.layout, False) if isinstance(t, ArrayType) else t
+
+
+def _view_source(op: Op) -> Optional[Value]:
+    if isinstance(op, ops.GetItem) and isinstance(op.result.type, ArrayType):
+        return op.value
+    if isinstance(op, ops.GetAttr) and op.name == "T":
+        return op.value
+    if isinstance(op, ops.MethodCall) and op.method in ("reshape", "ravel", "transpose"):
+        return op.receiver
+    return None
+
+
+def _elementwise(op: Op) -> bool:
+    if isinstance(op, (ops.BinaryOp,)):
+        return not isinstance(op, ops.MatMul)
+    if isinstance(op, (ops.UnaryOp, ops.Cast, ops.Select)):
+        return True
+    return isinstance(op, ops.Call) and isinstance(op.callee, np.ufunc)
+
+
+def _unit_like(b: Builder, primal: Value) -> Value:
+    if isinstance(primal.type, ArrayType):
+        return b.call(np.ones_like, [primal])
+    return b.const(1.0, primal.type) if _is_float(primal.type) else b.const(1.0)
+
+
+def _primitive(op: Op):
+    if isinstance(op, ops.Call):
+        return op.callee
+    if isinstance(op, ops.MethodCall):
+        return Method(op.method)
+    return type(op)
+
+
+def _positional(op: Op) -> tuple:
+    if isinstance(op, ops.Call):
+        return op.positional
+    if isinstance(op, ops.MethodCall):
+        return (op.receiver, *op.positional)
+    return op.operands
+
+
+def _keyword_values(op: Op) -> tuple:
+    if isinstance(op, (ops.Call, ops.MethodCall)):
+        return tuple(op.keywords.values())
+    return ()
+
+
+def _describe(op: Op) -> str:
+    types = ", ".join(str(v.type) for v in _positional(op))
+    if isinstance(op, ops.Call):
+        return f"a call of {ops.short_name(op.callee)}({types})"
+    if isinstance(op, ops.MethodCall):
+        return f"the method .{op.method}() on ({types})"
+    return f"the operation {op.mnemonic()!r} on ({types})"
+
+
+def _hashable(obj) -> bool:
+    try:
+        hash(obj)
+        return True
+    except TypeError:
+        return False
+
+
+FORWARD_HANDLERS = {
+    ops.SetItem: _ReversePass.fw_setitem,
+    ops.InplaceBinary: _ReversePass.fw_inplace,
+    ops.Return: _ReversePass.fw_return,
+    ops.BuildTuple: _ReversePass.fw_build_tuple,
+}
+
+REVERSE_HANDLERS = {
+    ops.Return: _ReversePass.rv_return,
+    ops.Constant: _ReversePass.rv_nothing,
+    ops.GlobalRef: _ReversePass.rv_nothing,
+    ops.Undef: _ReversePass.rv_nothing,
+    ops.GetAttr: _ReversePass.rv_nothing,
+    ops.BuildSlice: _ReversePass.rv_nothing,
+    ops.BuildTuple: _ReversePass.rv_nothing,  # element adjoints flow at TupleGetItem
+    ops.TupleGetItem: _ReversePass.rv_tuple_getitem,
+    ops.GetItem: _ReversePass.rv_getitem,
+    ops.SetItem: _ReversePass.rv_setitem,
+    ops.InplaceBinary: _ReversePass.rv_inplace,
+    ops.Call: _ReversePass.rv_call,
+    ops.MethodCall: _ReversePass.rv_method,
+    ops.MatMul: _ReversePass.rv_matmul,
+}
+
+CALL_ADJOINTS = {np.sum: _ReversePass.rv_sum, np.mean: _ReversePass.rv_mean,
+                 np.copy: _ReversePass.rv_copy, np.dot: _ReversePass.rv_dot,
+                 len: _ReversePass.rv_nothing}
+METHOD_ADJOINTS = {"sum": _ReversePass.rv_sum, "mean": _ReversePass.rv_mean,
+                   "copy": _ReversePass.rv_copy, "dot": _ReversePass.rv_dot}
+
