@@ -42,6 +42,7 @@ from ..ir.clone import clone_op
 from ..ir.core import Block, Function, Op, Value
 from ..ir.types import ArrayType, FloatType, TupleType, int64, none
 from ..rules import Method, RuleNotApplicable, lookup_jvp
+from .reverse_helpers import add_at_argmax, add_at_argmin, add_prod_adjoint
 
 
 def reverse_transform(fn: Function) -> Function:
@@ -83,6 +84,7 @@ class _ReversePass:
         self.adjoints: dict = {}    # float value of fn -> LocalVar
         self.kept: dict = {}        # value (or shadow key) -> ("local", LocalVar) | ("tape", tape)
         self.phis: list = []
+        self.shadow_alias: dict = {}  # in-place result -> the array it updated
         self.loop_blocks = set().union(*(lp.body for lp in natural_loops(fn))) \
             if fn.blocks else set()
         self.preds = predecessors(fn)
@@ -99,7 +101,7 @@ class _ReversePass:
             self.rblocks[block] = self.b.new_block(f"rev_{block.hint or ''}")
         self.finish = self.b.new_block("finish")
         self.b.position_at_end(self.setup)
-        self.block_stack = self.b.tape_new(int64, hint="blocks")
+        self.block_stack = None  # made on first use: numba cannot type a list never pushed to
         self.out_var = ops.LocalVar(self.fn.return_type, "out")
         self._shadow_arguments()
         self.setup_end = self.b.block
@@ -199,6 +201,8 @@ class _ReversePass:
 
     def shadow(self, old: Value) -> Optional[Value]:
         """In the pullback: the shadow array of the float array `old` (None for constants)."""
+        while old in self.shadow_alias:
+            old = self.shadow_alias[old]
         if ("shadow", old) not in self.kept:
             return None
         return self.recall(old, key=("shadow", old))
@@ -236,6 +240,8 @@ class _ReversePass:
     def _record_predecessor(self, block: Block, preds: list) -> None:
         came_from = self.b.phi(int64, self.blocks[block], hint="came_from")
         self.phis.append((None, came_from, preds))
+        if self.block_stack is None:
+            self.block_stack = self._tape_for(int64)
         self.b.tape_push(self.block_stack, came_from.result)
 
     def _forward_phi(self, op: ops.Phi) -> None:
@@ -327,8 +333,9 @@ class _ReversePass:
         self.keep(op, self.b.method_call("copy", target, []), key=("saved", op))
         self.emit_clone(op)
         if op.target in self.shadows:
+            # the result is the target itself: it shares the target's shadow
             self.shadows[op.result] = self.shadows[op.target]
-            self.kept[("shadow", op.result)] = self.kept[("shadow", op.target)]
+            self.shadow_alias[op.result] = op.target
         self.after_definition(op)
 
     def fw_return(self, op: ops.Return) -> None:
@@ -431,7 +438,7 @@ class _ReversePass:
         if not (_is_float(result.type) or _is_float_array(result.type)):
             raise self.unsupported(op, f"the operation {op.mnemonic()!r} producing "
                                    f"{result.type} in reverse mode", "report this construct")
-        if isinstance(result.type, ArrayType) and not _elementwise(op):
+        if _mentions_array(op) and not _elementwise(op):
             raise self.unsupported(op, f"differentiating {_describe(op)} in reverse mode: no "
                                    "reverse rule is registered", "write a custom rule, or mark "
                                    "the function non-differentiable")
@@ -476,7 +483,15 @@ class _ReversePass:
         elif _is_float_array(operand.type):
             shadow = self.shadow(operand)
             if shadow is not None:
-                self.b.inplace(ops.Add, shadow, contribution)
+                self.b.inplace(ops.Add, shadow, self._unbroadcast(contribution, operand))
+
+    def _unbroadcast(self, contribution: Value, operand: Value) -> Value:
+        """Sum a contribution over the leading axes broadcasting added to `operand`."""
+        ndim = operand.type.ndim
+        while isinstance(contribution.type, ArrayType) and contribution.type.ndim > ndim:
+            contribution = self.b.call(np.sum, [contribution],
+                                       {"axis": self.b.const(0, int64)})
+        return contribution
 
     def rv_getitem(self, op: ops.GetItem) -> None:
         if not _is_float(op.result.type):
@@ -534,8 +549,8 @@ class _ReversePass:
         handler = CALL_ADJOINTS.get(op.callee) if _hashable(op.callee) else None
         if handler is not None:
             return handler(self, op)
-        if op.result is not None and _is_float_array(op.result.type) \
-                and not any(_has_adjoint(v.type) for v in op.operands):
+        if op.callee in ALLOCATIONS or (op.result is not None and _is_float_array(
+                op.result.type) and not any(_has_adjoint(v.type) for v in op.operands)):
             return  # an allocation (np.zeros, np.empty_like, ...): nothing flows back
         return self.rv_elementwise(op)
 
@@ -577,6 +592,36 @@ class _ReversePass:
         shadow = self.shadow(operand)
         if shadow is not None:
             self.b.inplace(ops.Add, shadow, scalar)
+
+    def rv_extremum(self, op: Op) -> None:
+        self._reduction_helper(op, add_at_argmax if _name(op) in ("max", "amax")
+                               else add_at_argmin)
+
+    def rv_prod(self, op: Op) -> None:
+        self._reduction_helper(op, add_prod_adjoint)
+
+    def _reduction_helper(self, op: Op, helper) -> None:
+        if _keyword_values(op) or len(_positional(op)) > 1:
+            raise self.unsupported(op, f"{_describe(op)} with an axis in reverse mode",
+                                   "reduce the whole array")
+        operand = _positional(op)[0]
+        shadow = self.shadow(operand)
+        adjoint = self.take_adjoint(op.result)
+        if shadow is not None:
+            self.b.call(helper, [self.recall(operand), shadow, adjoint], type=none)
+
+    def rv_reshape(self, op: Op) -> None:
+        operand = _positional(op)[0]
+        shadow_out = self.shadow(op.result)
+        if shadow_out is None:
+            return
+        shape = self.b.getattr(self.recall(operand), "shape")
+        if _name(op) == "transpose":
+            back = self.b.getattr(shadow_out, "T")
+        else:
+            back = self.b.method_call("reshape", self.b.method_call("copy", shadow_out, []),
+                                      [shape])
+        self._send(operand, back)
 
     def rv_copy(self, op: Op) -> None:
         result_shadow = self.shadow(op.result)
@@ -667,11 +712,22 @@ def _view_source(op: Op) -> Optional[Value]:
 
 
 def _elementwise(op: Op) -> bool:
+    """Ops whose result entry k depends only on the operands' entries k (after broadcasting):
+    for them the forward rule's tangent of a unit input is the diagonal of the Jacobian."""
     if isinstance(op, (ops.BinaryOp,)):
         return not isinstance(op, ops.MatMul)
     if isinstance(op, (ops.UnaryOp, ops.Cast, ops.Select)):
         return True
-    return isinstance(op, ops.Call) and isinstance(op.callee, np.ufunc)
+    return isinstance(op, ops.Call) and (isinstance(op.callee, np.ufunc)
+                                         or op.callee in _ELEMENTWISE_FUNCTIONS)
+
+
+_ELEMENTWISE_FUNCTIONS = (np.where, np.clip)
+
+
+def _mentions_array(op: Op) -> bool:
+    values = list(op.operands) + ([op.result] if op.result is not None else [])
+    return any(isinstance(v.type, ArrayType) for v in values)
 
 
 def _unit_like(b: Builder, primal: Value) -> Value:
@@ -745,7 +801,21 @@ REVERSE_HANDLERS = {
 
 CALL_ADJOINTS = {np.sum: _ReversePass.rv_sum, np.mean: _ReversePass.rv_mean,
                  np.copy: _ReversePass.rv_copy, np.dot: _ReversePass.rv_dot,
+                 np.max: _ReversePass.rv_extremum, np.amax: _ReversePass.rv_extremum,
+                 np.min: _ReversePass.rv_extremum, np.amin: _ReversePass.rv_extremum,
+                 np.prod: _ReversePass.rv_prod, np.reshape: _ReversePass.rv_reshape,
+                 np.ravel: _ReversePass.rv_reshape, np.transpose: _ReversePass.rv_reshape,
                  len: _ReversePass.rv_nothing}
 METHOD_ADJOINTS = {"sum": _ReversePass.rv_sum, "mean": _ReversePass.rv_mean,
-                   "copy": _ReversePass.rv_copy, "dot": _ReversePass.rv_dot}
+                   "copy": _ReversePass.rv_copy, "dot": _ReversePass.rv_dot,
+                   "max": _ReversePass.rv_extremum, "min": _ReversePass.rv_extremum,
+                   "prod": _ReversePass.rv_prod, "reshape": _ReversePass.rv_reshape,
+                   "ravel": _ReversePass.rv_reshape, "transpose": _ReversePass.rv_reshape}
+ALLOCATIONS = (np.empty, np.zeros, np.ones, np.empty_like, np.zeros_like, np.ones_like)
+
+
+def _name(op: Op) -> str:
+    if isinstance(op, ops.MethodCall):
+        return op.method
+    return getattr(op.callee, "__name__", "")
 

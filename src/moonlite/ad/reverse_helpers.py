@@ -1,0 +1,38 @@
+"""njit helpers the reverse pass calls for reductions whose adjoint is not a one-liner.
+
+Each adds into the shadow `gx` of the reduced array `x` (any number of dimensions, any layout),
+addressing both through their flat (C-order) index, as np.argmax does.
+"""
+
+import numba
+import numpy as np
+
+
+@numba.njit
+def add_at_argmax(x, gx, adjoint):
+    # np.max picks the first maximum; its adjoint goes there (the derivative from that side)
+    i = np.argmax(x)
+    gx.flat[i] = gx.flat[i] + adjoint
+    return None
+
+
+@numba.njit
+def add_at_argmin(x, gx, adjoint):
+    i = np.argmin(x)
+    gx.flat[i] = gx.flat[i] + adjoint
+    return None
+
+
+@numba.njit
+def add_prod_adjoint(x, gx, adjoint):
+    # d prod / d x_i = prod of the other entries: prefix times suffix products, exact with zeros
+    values = np.ascontiguousarray(x).ravel()
+    n = values.shape[0]
+    prefix = np.ones(n)
+    for i in range(1, n):
+        prefix[i] = prefix[i - 1] * values[i - 1]
+    suffix = 1.0
+    for i in range(n - 1, -1, -1):
+        gx.flat[i] = gx.flat[i] + adjoint * prefix[i] * suffix
+        suffix *= values[i]
+    return None
