@@ -45,6 +45,20 @@ def derived_forward_rule(f, argtypes: tuple, width: int = 1, active=None):
         return rule
 
 
+def derived_reverse_rule(f, argtypes: tuple):
+    """The compiled reverse rule of njit function `f` for numba `argtypes`:
+    `rule(*args, dout) -> (out, grads)` with one gradient per argument."""
+    from .inline import inline_njit_calls
+    from .reverse import reverse_transform
+    key = ("reverse", f, tuple(argtypes))
+    with _lock:
+        rule = _cache.get(key)
+        if rule is None:
+            flat = inline_njit_calls(capture_types(f, tuple(argtypes)))
+            rule = _cache[key] = lower(verify(reverse_transform(verify(flat))))
+        return rule
+
+
 def cached_rule_count() -> int:
     return len(_cache)
 

@@ -1,5 +1,5 @@
 """Lowering: moonlite IR -> numba IR -> LLVM, as a dispatcher that keeps its IR."""
 
-from .dispatcher import MoonliteDispatcher, lower
+from .dispatcher import DerivedDispatcher, MoonliteDispatcher, lower
 
-__all__ = ["lower", "MoonliteDispatcher"]
+__all__ = ["lower", "MoonliteDispatcher", "DerivedDispatcher"]

@@ -27,7 +27,9 @@ class EmitMoonliteIR(nb.FunctionPass):
         nb.FunctionPass.__init__(self)
 
     def run_pass(self, state):
-        fn = state.func_id.func.__moonlite_ir__
+        stub = state.func_id.func
+        derive = getattr(stub, "__moonlite_derive__", None)
+        fn = derive(tuple(state.args)) if derive is not None else stub.__moonlite_ir__
         state.func_ir = NumbaEmitter(fn, state.func_id).emit()
         return True
 
@@ -61,19 +63,57 @@ class MoonliteDispatcher(nb.CPUDispatcher):
         return f"<moonlite compiled {self.ir.name}({', '.join(map(str, self.ir.argtypes))})>"
 
 
+class DerivedDispatcher(nb.CPUDispatcher):
+    """A numba dispatcher whose IR is derived for each signature it is compiled for: `derive`
+    maps numba argument types to a moonlite Function (for example: capture `f` for those types
+    and build its gradient). Like any njit function it compiles on the first call with new
+    argument types, from Python or while numba types a call inside another njit function."""
+
+    def __init__(self, name: str, argnames: list, derive):
+        self.irs: dict = {}
+        self._derive = derive
+        stub = _stub(name, argnames)
+        stub.__moonlite_derive__ = self._derive_and_keep
+        super().__init__(stub, targetoptions={"nopython": True}, pipeline_class=LoweringPipeline)
+
+    def _derive_and_keep(self, argtypes: tuple) -> Function:
+        fn = self._derive(argtypes)
+        self.irs[argtypes] = fn
+        return fn
+
+    @property
+    def ir(self) -> Function:
+        """The IR of the most recently compiled signature."""
+        if not self.irs:
+            raise AttributeError("nothing compiled yet: call the function first")
+        return list(self.irs.values())[-1]
+
+    def __repr__(self) -> str:
+        return f"<moonlite derived {self.py_func.__name__}>"
+
+
 def _make_stub(fn: Function):
     """A Python function with the IR's name and argument names, for numba's bookkeeping."""
-    names = [a.name if a.name.isidentifier() and not keyword.iskeyword(a.name) else f"arg{i}"
-             for i, a in enumerate(fn.args)]
+    names = _identifiers([a.name for a in fn.args])
     for arg, name in zip(fn.args, names):
         arg.hint = name
-    fname = fn.name if fn.name.isidentifier() else "moonlite_function"
-    source = (f"def {fname}({', '.join(names)}):\n"
+    stub = _stub(fn.name, names)
+    stub.__moonlite_ir__ = fn
+    return stub
+
+
+def _identifiers(names: list) -> list:
+    return [n if n.isidentifier() and not keyword.iskeyword(n) else f"arg{i}"
+            for i, n in enumerate(names)]
+
+
+def _stub(name: str, argnames: list):
+    fname = name if name.isidentifier() else "moonlite_function"
+    source = (f"def {fname}({', '.join(_identifiers(argnames))}):\n"
               f"    raise RuntimeError('moonlite stub: only the compiled version runs')\n")
     namespace: dict = {}
     exec(compile(source, f"<moonlite {fname}>", "exec"), namespace)
     stub = namespace[fname]
-    stub.__moonlite_ir__ = fn
     stub.__qualname__ = f"moonlite.{fname}"
     return stub
 

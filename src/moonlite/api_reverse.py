@@ -1,0 +1,89 @@
+"""The public reverse-mode API: `grad`, `value_and_grad`, `build_rrule`.
+
+`grad(f)` and `value_and_grad(f)` return numba dispatchers (`DerivedDispatcher`): like `@njit`
+functions they specialise on the argument types of each new call, from Python or while numba
+types a call inside other njit code, and for each signature the pipeline captures `f`, builds its
+reverse rule (forward sweep and pullback in one function, so tapes never leave compiled code) and
+compiles a small wrapper that seeds the output's adjoint with 1 and picks the gradients asked for.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from .ad.derived import derived_reverse_rule
+from .api import ArgumentError, _check_njit
+from .errors import UnsupportedError
+from .ir import Builder
+from .ir.types import ArrayType, FloatType, from_numba
+from .lower import DerivedDispatcher
+
+
+def grad(f, argnums=0):
+    """A compiled function returning the gradient of scalar-valued `f` with respect to argument
+    `argnums` (a tuple of gradients for a tuple), shaped like that argument."""
+    return _gradient_dispatcher(f, argnums, with_value=False)
+
+
+def value_and_grad(f, argnums=0):
+    """Like `grad`, returning `(f(*args), gradient)` from the same evaluation."""
+    return _gradient_dispatcher(f, argnums, with_value=True)
+
+
+def build_rrule(f, *args):
+    """The derived reverse rule of `f` for the types of `args`: a compiled callable
+    `rule(*args, dout) -> (out, grads)` whose `.ir` is its moonlite IR (forward sweep and
+    pullback), with one gradient per argument (None for arguments without one)."""
+    _check_njit(f, "build_rrule")
+    return derived_reverse_rule(f, tuple(f.typeof_pyval(a) for a in args))
+
+
+def _gradient_dispatcher(f, argnums, with_value: bool):
+    api = "value_and_grad" if with_value else "grad"
+    _check_njit(f, api)
+    nums = argnums if isinstance(argnums, tuple) else (argnums,)
+    for n in nums:
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise ArgumentError(f"{api}: argnums must be an int or a tuple of ints, got {n!r}")
+    names = list(inspect.signature(f.py_func).parameters)
+
+    def derive(argtypes: tuple):
+        return _gradient_ir(f, argtypes, argnums, with_value, api)
+
+    return DerivedDispatcher(f"{api}_{f.py_func.__name__}", names, derive)
+
+
+def _gradient_ir(f, argtypes: tuple, argnums, with_value: bool, api: str):
+    nums = argnums if isinstance(argnums, tuple) else (argnums,)
+    types = [from_numba(t) for t in argtypes]
+    name = f.py_func.__qualname__
+    for n in nums:
+        if not -len(types) <= n < len(types):
+            raise ArgumentError(f"{api}({name}): argnums {n} is out of range for "
+                                f"{len(types)} arguments")
+        t = types[n]
+        if not (isinstance(t, FloatType) or (isinstance(t, ArrayType)
+                                             and isinstance(t.dtype, FloatType))):
+            raise ArgumentError(f"{api}({name}): argument {n} has type {t}; gradients exist "
+                                f"for float scalars and float arrays only")
+    rule = derived_reverse_rule(f, tuple(argtypes))
+    out_type = rule.ir.return_type.elements[0]
+    if not isinstance(out_type, FloatType):
+        raise UnsupportedError(f"{api} of a function returning {out_type}", function=name,
+                               argtypes=tuple(types), hint="grad needs a scalar float output; "
+                               "use jacfwd for vector outputs")
+    b = Builder.new_function(f"{api}_{f.py_func.__name__}", types,
+                             list(inspect.signature(f.py_func).parameters), out_type)
+    b.position_at_end(b.new_block("entry"))
+    args = b.function.args
+    result = b.call(rule, [*args, b.const(1.0, out_type)], type=rule.ir.return_type)
+    grads = b.tuple_getitem(result, 1)
+    picked = [b.tuple_getitem(grads, n % len(types)) for n in nums]
+    value = picked[0] if not isinstance(argnums, tuple) else b.build_tuple(picked)
+    if with_value:
+        value = b.build_tuple([b.tuple_getitem(result, 0), value])
+    b.function.return_type = value.type
+    b.ret(value)
+    return b.function
+
+

@@ -1,0 +1,132 @@
+"""The public reverse-mode API: grad, value_and_grad, build_rrule."""
+
+import math
+
+import numba
+import numpy as np
+import pytest
+
+import moonlite
+from moonlite.api import ArgumentError
+
+
+@numba.njit
+def rosenbrock(x):
+    s = 0.0
+    for i in range(x.shape[0] - 1):
+        s += 100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1.0 - x[i]) ** 2
+    return s
+
+
+@numba.njit
+def weighted(x, w, n):
+    s = 0.0
+    for i in range(n):
+        s += w * math.sin(x[i]) ** 2
+    return s
+
+
+@numba.njit
+def normalise_then_sum(x):
+    # writes into its input: the gradient call must leave x as it found it
+    total = 0.0
+    for v in x:
+        total += v * v
+    norm = math.sqrt(total)
+    for i in range(x.shape[0]):
+        x[i] /= norm
+    return np.sum(x * np.arange(x.shape[0]))
+
+
+@numba.njit
+def vector_out(x):
+    return x * 2.0
+
+
+def fd_gradient(f, args, argnum, h=1e-6):
+    x = args[argnum]
+    if np.ndim(x) == 0:
+        plus, minus = list(args), list(args)
+        plus[argnum], minus[argnum] = x + h, x - h
+        return (f(*plus) - f(*minus)) / (2 * h)
+    g = np.zeros_like(x)
+    for k in range(x.size):
+        plus = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        minus = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        plus[argnum].flat[k] += h
+        minus[argnum].flat[k] -= h
+        g.flat[k] = (f(*plus) - f(*minus)) / (2 * h)
+    return g
+
+
+def test_grad_of_rosenbrock_matches_finite_differences():
+    x = np.linspace(-1.2, 1.0, 9)
+    np.testing.assert_allclose(moonlite.grad(rosenbrock)(x), fd_gradient(rosenbrock, (x,), 0),
+                               rtol=1e-6, atol=1e-6)
+
+
+def test_value_and_grad_and_tuple_argnums():
+    x = np.linspace(0.1, 1.0, 6)
+    value, (gx, gw) = moonlite.value_and_grad(weighted, argnums=(0, 1))(x, 0.7, 6)
+    assert value == pytest.approx(weighted(x, 0.7, 6), rel=1e-15)
+    np.testing.assert_allclose(gx, fd_gradient(weighted, (x, 0.7, 6), 0), rtol=1e-6)
+    assert gw == pytest.approx(fd_gradient(weighted, (x, 0.7, 6), 1), rel=1e-6)
+
+
+def test_grad_restores_inputs_the_kernel_writes_into():
+    x = np.array([1.0, 2.0, 2.0])
+    g = moonlite.grad(normalise_then_sum)(x)
+    np.testing.assert_array_equal(x, [1.0, 2.0, 2.0])
+    np.testing.assert_allclose(g, fd_gradient(normalise_then_sum, (x,), 0), rtol=1e-6)
+
+
+def test_grad_is_callable_inside_njit_code():
+    g = moonlite.grad(rosenbrock)
+
+    @numba.njit
+    def gradient_descent(x, lr, steps):
+        for _ in range(steps):
+            x = x - lr * g(x)
+        return x
+
+    start = np.zeros(4)
+    end = gradient_descent(start, 1e-3, 3000)
+    assert rosenbrock(end) < rosenbrock(start) / 10
+
+
+def test_gradient_with_respect_to_an_int_is_refused():
+    with pytest.raises(ArgumentError, match="argument 2 has type int64"):
+        moonlite.grad(weighted, argnums=2)(np.ones(3), 0.5, 3)
+
+
+def test_argnums_out_of_range_is_refused():
+    with pytest.raises(ArgumentError, match="out of range"):
+        moonlite.grad(weighted, argnums=5)(np.ones(3), 0.5, 3)
+
+
+def test_gradient_of_a_vector_output_is_refused():
+    with pytest.raises(moonlite.UnsupportedError, match="scalar float output"):
+        moonlite.grad(vector_out)(np.ones(3))
+
+
+def test_non_njit_function_is_refused():
+    with pytest.raises(moonlite.UnsupportedError, match="@numba.njit"):
+        moonlite.grad(lambda x: x)
+
+
+def test_a_second_call_reuses_the_compiled_gradient():
+    g = moonlite.grad(rosenbrock)
+    g(np.ones(4))
+    g(np.zeros(7))
+    assert len(g.signatures) == 1
+    g(np.ones(4, dtype=np.float32))
+    assert len(g.signatures) == 2  # a new type specialises, like any njit function
+
+
+def test_build_rrule_prints_its_ir_with_tapes_and_block_stack():
+    rule = moonlite.build_rrule(weighted, np.ones(3), 0.5, 3)
+    text = str(moonlite.verify(rule.ir))
+    assert "func weighted_rev(" in text
+    assert "tape.push" in text and "tape.pop" in text
+    out, (gx, gw, gn) = rule(np.ones(3), 0.5, 3, 1.0)
+    assert gn is None and gx.shape == (3,)
