@@ -1,5 +1,10 @@
 """The rule checker (after Mooncake's `test_rule` and JAX's `check_grads`): public API.
 
+`check_vjp(f, *args)` checks reverse mode: the primal output, the dot-product identity
+<dout, J t> = <J^T dout, t> with random nonzero `dout` and `t`, where J t comes from central
+finite differences (a rule that overwrites an adjoint instead of adding to it fails this), and
+that every input array holds what it held before the call once the pullback has run.
+
 `check_jvp(f, *args)` differentiates the njit function `f` in forward mode at `args` along a
 random tangent direction and checks:
 
@@ -110,3 +115,50 @@ def _check_against(ad: np.ndarray, estimates: list, rtol: float, atol: float, wh
             f"max abs error {errors[best]:.3e} at the best step size {STEP_SIZES[best]:g} "
             f"(tolerance {atol + rtol * scale:.3e});\n  moonlite: {ad}\n  finite differences: "
             f"{estimates[best]}")
+
+
+def check_vjp(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,
+              fixed: tuple = ()) -> None:
+    """Check moonlite's reverse derivative of `f` at `args` (see the module docstring).
+    Arguments whose index is in `fixed` are not perturbed (tolerances of iterative kernels)."""
+    from .ad.derived import derived_reverse_rule
+    rng = np.random.default_rng(seed)
+    expected = f(*_copy(args))
+    if _kind(expected) not in ("float", "array"):
+        raise AssertionError(f"check_vjp needs a float or float-array output, got {expected!r}")
+    dout = _random_tangent(expected, rng) if _kind(expected) == "array" \
+        else type(expected)(rng.standard_normal() or 1.0)
+    rule = derived_reverse_rule(f, tuple(f.typeof_pyval(a) for a in args))
+    ours = _copy(args)
+    out, grads = rule(*ours, dout)
+    _check_primal(f, args, out)
+    for i, (before, after) in enumerate(zip(args, ours)):
+        if isinstance(before, np.ndarray) and not np.array_equal(before, after):
+            raise AssertionError(f"argument {i} was not restored by the pullback: it holds "
+                                 f"{after} instead of {before}")
+    tangents = [_zero_like(a) if i in fixed else _random_tangent(a, rng)
+                for i, a in enumerate(args)]
+    lhs = sum(float(np.sum(np.asarray(g, dtype=float) * np.asarray(t, dtype=float)))
+              for g, t, a in zip(grads, tangents, args) if _kind(a) in ("float", "array"))
+    estimates = []
+    for h in STEP_SIZES:
+        plus = f(*[_shift(a, t, h) for a, t in zip(args, tangents)])
+        minus = f(*[_shift(a, t, -h) for a, t in zip(args, tangents)])
+        diff = (np.asarray(plus, dtype=float) - np.asarray(minus, dtype=float)) / (2 * h)
+        estimates.append(float(np.sum(np.asarray(dout, dtype=float) * diff)))
+    errors = [abs(lhs - e) for e in estimates]
+    best = int(np.argmin(errors))
+    if not errors[best] <= atol + rtol * max(abs(lhs), 1.0):
+        raise AssertionError(
+            f"reverse derivative fails the dot-product identity: <grads, t> = {lhs!r}, "
+            f"<dout, finite differences> = {estimates[best]!r} at the best step size "
+            f"{STEP_SIZES[best]:g} (error {errors[best]:.3e})")
+
+
+def _zero_like(a):
+    kind = _kind(a)
+    if kind == "float":
+        return 0.0
+    if kind == "array":
+        return np.zeros_like(a)
+    return None

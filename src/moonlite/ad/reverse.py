@@ -42,7 +42,7 @@ from ..ir.clone import clone_op
 from ..ir.core import Block, Function, Op, Value
 from ..ir.types import ArrayType, FloatType, TupleType, int64, none
 from ..rules import Method, RuleNotApplicable, lookup_jvp
-from .reverse_helpers import add_at_argmax, add_at_argmin, add_prod_adjoint
+from .reverse_helpers import add_at_argmax, add_at_argmin, add_prod_adjoint, add_to_diagonal
 
 
 def reverse_transform(fn: Function) -> Function:
@@ -73,8 +73,11 @@ class _ReversePass:
                                    "return a float or a float array")
         grads = TupleType(tuple(_grad_type(a.type) for a in fn.args))
         names = [a.name for a in fn.args] + ["dout"]
+        # an array output is returned as a copy taken at the return (the pullback then undoes
+        # writes): a C-contiguous array whatever the layout of the value returned
+        self.out_type = _grad_type(out)
         self.b = Builder.new_function(f"{fn.name}_rev", [*fn.argtypes, out], names,
-                                      TupleType((out, grads)), loc=fn.loc)
+                                      TupleType((self.out_type, grads)), loc=fn.loc)
         self.values: dict = dict(zip(fn.args, self.b.function.args))
         self.dout = self.b.function.args[-1]
         self.blocks: dict = {}      # forward block of fn -> its copy
@@ -102,7 +105,7 @@ class _ReversePass:
         self.finish = self.b.new_block("finish")
         self.b.position_at_end(self.setup)
         self.block_stack = None  # made on first use: numba cannot type a list never pushed to
-        self.out_var = ops.LocalVar(self.fn.return_type, "out")
+        self.out_var = ops.LocalVar(self.out_type, "out")
         self._shadow_arguments()
         self.setup_end = self.b.block
         for block in order:
@@ -560,7 +563,7 @@ class _ReversePass:
             return handler(self, op)
         if op.result is not None and _is_float_array(op.result.type) \
                 and _view_source(op) is not None:
-            return
+            return  # a view: its shadow is a view of the source's shadow
         return self.rv_elementwise(op)
 
     def rv_tuple_getitem(self, op: ops.TupleGetItem) -> None:
@@ -577,8 +580,9 @@ class _ReversePass:
                                "reverse mode", "pass the entries as separate arguments")
 
     def rv_sum(self, op: Op) -> None:
-        if op.keywords if isinstance(op, (ops.Call, ops.MethodCall)) else False:
-            raise self.unsupported(op, "np.sum with axis in reverse mode", "sum without axis")
+        axis = (list(_keyword_values(op)) + list(_positional(op)[1:]))[:1]
+        if axis:
+            return self.rv_sum_axis(op, self.recall(axis[0]))
         operand = _positional(op)[0]
         self._send_broadcast(operand, self.take_adjoint(op.result))
 
@@ -622,6 +626,55 @@ class _ReversePass:
             back = self.b.method_call("reshape", self.b.method_call("copy", shadow_out, []),
                                       [shape])
         self._send(operand, back)
+
+    def rv_sum_axis(self, op: Op, axis: Value) -> None:
+        operand = _positional(op)[0]
+        dy = self.shadow(op.result)
+        if dy is not None:
+            self._send(operand, self.b.call(np.expand_dims, [dy, axis]))
+
+    def rv_cumsum(self, op: Op) -> None:
+        operand = _positional(op)[0]
+        if _keyword_values(op) or len(_positional(op)) > 1:
+            raise self.unsupported(op, f"{_describe(op)} with an axis in reverse mode",
+                                   "use a loop, or np.cumsum on a 1-D slice")
+        dy = self.shadow(op.result)  # 1-D: cumsum without an axis works on the flattened array
+        if dy is None:
+            return
+        backwards = self.b.build_slice(self.b.const(None, none), self.b.const(None, none),
+                                       self.b.const(-1, int64))
+        sums = self.b.getitem(self.b.call(np.cumsum, [self.b.getitem(dy, backwards)]), backwards)
+        if operand.type.ndim > 1:
+            shape = self.b.getattr(self.recall(operand), "shape")
+            sums = self.b.method_call("reshape", self.b.method_call("copy", sums, []), [shape])
+        self._send(operand, sums)
+
+    def rv_outer(self, op: Op) -> None:
+        a, c = _positional(op)
+        dy = self.shadow(op.result)
+        if dy is None:
+            return
+        if _has_adjoint(a.type):
+            self._send(a, self.b.binary(ops.MatMul, dy, self.recall(c)))
+        if _has_adjoint(c.type):
+            self._send(c, self.b.binary(ops.MatMul, self.recall(a), dy))
+
+    def rv_trace(self, op: Op) -> None:
+        operand = _positional(op)[0]
+        shadow = self.shadow(operand)
+        adjoint = self.take_adjoint(op.result)
+        if shadow is not None:
+            self.b.call(add_to_diagonal, [shadow, adjoint], type=none)
+
+    def rv_norm(self, op: Op) -> None:
+        if _keyword_values(op) or len(_positional(op)) > 1:
+            raise self.unsupported(op, f"{_describe(op)} with an order or axis in reverse mode",
+                                   "compute the norm with np.sqrt(np.sum(x * x))")
+        operand = _positional(op)[0]
+        x = self.recall(operand)
+        adjoint = self.take_adjoint(op.result)
+        norm = self.b.call(np.linalg.norm, [x])
+        self._send(operand, self.b.mul(x, self.b.div(adjoint, norm)))
 
     def rv_copy(self, op: Op) -> None:
         result_shadow = self.shadow(op.result)
@@ -706,8 +759,10 @@ def _view_source(op: Op) -> Optional[Value]:
         return op.value
     if isinstance(op, ops.GetAttr) and op.name == "T":
         return op.value
-    if isinstance(op, ops.MethodCall) and op.method in ("reshape", "ravel", "transpose"):
+    if isinstance(op, ops.MethodCall) and op.method == "transpose":
         return op.receiver
+    # reshape/ravel may copy (a non-contiguous input): their results get their own shadows,
+    # sent back to the input by rv_reshape
     return None
 
 
@@ -805,12 +860,17 @@ CALL_ADJOINTS = {np.sum: _ReversePass.rv_sum, np.mean: _ReversePass.rv_mean,
                  np.min: _ReversePass.rv_extremum, np.amin: _ReversePass.rv_extremum,
                  np.prod: _ReversePass.rv_prod, np.reshape: _ReversePass.rv_reshape,
                  np.ravel: _ReversePass.rv_reshape, np.transpose: _ReversePass.rv_reshape,
-                 len: _ReversePass.rv_nothing}
+                 np.cumsum: _ReversePass.rv_cumsum, np.outer: _ReversePass.rv_outer,
+                 np.trace: _ReversePass.rv_trace, np.linalg.norm: _ReversePass.rv_norm,
+                 len: _ReversePass.rv_nothing,
+                 # piecewise-constant functions: nothing flows back
+                 np.round: _ReversePass.rv_nothing, np.around: _ReversePass.rv_nothing,
+                 np.sign: _ReversePass.rv_nothing, np.rint: _ReversePass.rv_nothing}
 METHOD_ADJOINTS = {"sum": _ReversePass.rv_sum, "mean": _ReversePass.rv_mean,
                    "copy": _ReversePass.rv_copy, "dot": _ReversePass.rv_dot,
                    "max": _ReversePass.rv_extremum, "min": _ReversePass.rv_extremum,
                    "prod": _ReversePass.rv_prod, "reshape": _ReversePass.rv_reshape,
-                   "ravel": _ReversePass.rv_reshape, "transpose": _ReversePass.rv_reshape}
+                   "ravel": _ReversePass.rv_reshape, "cumsum": _ReversePass.rv_cumsum}
 ALLOCATIONS = (np.empty, np.zeros, np.ones, np.empty_like, np.zeros_like, np.ones_like)
 
 

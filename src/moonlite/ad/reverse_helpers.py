@@ -36,3 +36,10 @@ def add_prod_adjoint(x, gx, adjoint):
         gx.flat[i] = gx.flat[i] + adjoint * prefix[i] * suffix
         suffix *= values[i]
     return None
+
+
+@numba.njit
+def add_to_diagonal(gx, adjoint):
+    for i in range(min(gx.shape[0], gx.shape[1])):
+        gx[i, i] += adjoint
+    return None
