@@ -42,6 +42,7 @@ from ..ir.clone import clone_op
 from ..ir.core import Block, Function, Op, Value
 from ..ir.types import ArrayType, FloatType, TupleType, int64, none
 from ..rules import Method, RuleNotApplicable, lookup_jvp
+from .reverse_reads import active_operands, reads, rematerializable
 from .reverse_helpers import add_at_argmax, add_at_argmin, add_prod_adjoint, add_to_diagonal
 
 
@@ -91,6 +92,8 @@ class _ReversePass:
         self.loop_blocks = set().union(*(lp.body for lp in natural_loops(fn))) \
             if fn.blocks else set()
         self.preds = predecessors(fn)
+        self.remat: set = set()   # values the pullback recomputes instead of keeping
+        self._written: dict = {}
         self.need = self._needed_values()
 
     # --- driver --------------------------------------------------------------------------------
@@ -127,16 +130,25 @@ class _ReversePass:
     # --- which values the pullback reads --------------------------------------------------------
 
     def _needed_values(self) -> set:
-        need = set()
+        """Values the pullback reads that it cannot recompute: kept in locals or on tapes."""
+        reads_of = set()
         for op in self.fn.ops():
-            if isinstance(op, (ops.Phi, ops.Jump, ops.Branch, ops.Return, ops.Raise,
-                               ops.Constant)):
+            if isinstance(op, (ops.Phi, ops.Jump, ops.Branch, ops.Raise, ops.Constant)):
                 continue
             if op.result is not None and not _has_adjoint(op.result.type) \
                     and not isinstance(op, (ops.SetItem, ops.InplaceBinary)):
                 continue
-            need.update(v for v in op.operands if not isinstance(getattr(v, "op", None),
-                                                                  ops.Constant))
+            reads_of |= reads(op)
+        need, work = set(), list(reads_of)
+        while work:  # a recomputed value needs what it is computed from
+            value = work.pop()
+            if value in need or value in self.remat:
+                continue
+            if rematerializable(self.fn, value, self._written):
+                self.remat.add(value)
+                work.extend(value.op.operands)
+            else:
+                need.add(value)
         return need
 
     def keep(self, old: Value, new: Value, key=None) -> None:
@@ -166,6 +178,9 @@ class _ReversePass:
         key = key if key is not None else old
         if isinstance(getattr(old, "op", None), ops.Constant) and key is old:
             return self.b.emit(clone_op(old.op, {}, {})).result
+        if key is old and old in self.remat and old not in self.kept:
+            values = {v: self.recall(v) for v in old.op.operands}
+            return self.b.emit(clone_op(old.op, values, {})).result
         how, where = self.kept[key]
         if how == "direct":
             return where
@@ -447,7 +462,7 @@ class _ReversePass:
                                    "the function non-differentiable")
         rule = lookup_jvp(_primitive(op))
         operands = _positional(op)
-        active = [k for k, v in enumerate(operands) if _has_adjoint(v.type)]
+        active = active_operands(op)
         if not active:
             return
         if rule is None:
@@ -457,7 +472,9 @@ class _ReversePass:
         adjoint = self._result_adjoint(result)
         if adjoint is None:
             return
-        primals = tuple(self.recall(v) for v in operands)
+        read = reads(op)
+        # operands the rule does not read (found by a dry run) are not kept: stand-ins
+        primals = tuple(self.recall(v) if v in read else self.b.undef(v.type) for v in operands)
         keywords = dict(zip(getattr(op, "kwnames", ()), (self.recall(v) for v in
                                                           _keyword_values(op))))
         for k in active:

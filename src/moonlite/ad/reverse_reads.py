@@ -1,0 +1,167 @@
+"""What the pullback reads, and what it can recompute instead of keeping.
+
+Every value the pullback reads costs a tape push and pop per loop iteration (or a local), so the
+reverse pass keeps as little as it can:
+
+- `reads(op)`: the operands an op's adjoint actually reads. Structural adjoints are listed by
+  hand; an elementwise adjoint built from a forward rule is found by a dry run of the rule on
+  placeholder operands (the derivative of `a + b` reads neither, that of `a * b` both).
+- `rematerializable(value)`: values cheaper to recompute in the pullback than to keep: integer
+  arithmetic, casts, shapes, and reads `a[i]` of arrays the function never writes (the pullback
+  restores written arrays only as it goes, so reads of those must be kept).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..ir import Builder, ops
+from ..ir.core import Argument, Function, Op, Value
+from ..ir.types import ArrayType, FloatType, IntType
+from ..rules import Method, RuleNotApplicable, lookup_jvp
+from .readonly import never_written
+
+_CHEAP_INT_OPS = (ops.Add, ops.Sub, ops.Mul, ops.Neg, ops.Lt, ops.Le, ops.Gt, ops.Ge, ops.Eq,
+                  ops.Ne, ops.Cast, ops.TupleGetItem, ops.GetAttr, ops.Select)
+
+
+def _first(op):
+    return {_positional(op)[0]}
+
+
+def _both(op):
+    return set(_positional(op)[:2])
+
+
+def _nothing(op):
+    return set()
+
+
+_STRUCTURAL = {
+    ops.GetItem: lambda op: {op.index},
+    ops.SetItem: lambda op: {op.target, op.index},
+    ops.InplaceBinary: lambda op: {op.target} | ({op.value} if op.binop in (ops.Mul,
+                                                                          ops.TrueDiv) else set()),
+    ops.MatMul: _both,
+    ops.Return: _nothing,
+    ops.TupleGetItem: _nothing,
+    ops.BuildTuple: _nothing,
+}
+_CALLS = {np.sum: lambda op: set(_positional(op)[1:]) | set(op.keywords.values()),
+          np.mean: _first, np.copy: _nothing, np.dot: _both, np.outer: _both,
+          np.max: _first, np.amax: _first, np.min: _first, np.amin: _first, np.prod: _first,
+          np.reshape: _first, np.ravel: _first, np.transpose: _nothing, np.cumsum: _first,
+          np.trace: _nothing, np.linalg.norm: _first}
+_METHODS = {"sum": lambda op: set(_positional(op)[1:]) | set(op.keywords.values()),
+            "mean": _first, "copy": _nothing, "dot": _both, "max": _first, "min": _first,
+            "prod": _first, "reshape": _first, "ravel": _first, "cumsum": _first,
+            "transpose": _nothing}
+
+
+def reads(op: Op) -> set:
+    """The operands of `op` its adjoint reads (a superset when unsure)."""
+    if type(op) in _STRUCTURAL:
+        return _STRUCTURAL[type(op)](op)
+    if isinstance(op, ops.Call) and _hashable(op.callee) and op.callee in _CALLS:
+        return _CALLS[op.callee](op)
+    if isinstance(op, ops.MethodCall) and op.method in _METHODS:
+        return _METHODS[op.method](op)
+    return _elementwise_reads(op)
+
+
+def active_operands(op: Op) -> tuple:
+    """Indices of the positional operands whose adjoints the pullback computes: differentiable
+    and not constants (a constant's adjoint would be thrown away)."""
+    return tuple(k for k, v in enumerate(_positional(op))
+                 if _float_or_float_array(v.type) and not isinstance(getattr(v, "op", None),
+                                                                     ops.Constant))
+
+
+def _elementwise_reads(op: Op) -> set:
+    operands = _positional(op)
+    primitive = _primitive(op)
+    types = tuple(v.type for v in operands)
+    try:
+        used = _dry_run(primitive, types, tuple(getattr(op, "kwnames", ())),
+                        tuple(v.type for v in _keyword_values(op)), active_operands(op))
+    except Exception:  # no rule, or a rule that cannot be dry-run: assume it reads everything
+        return set(op.operands)
+    return {operands[k] for k in used} | set(_keyword_values(op))
+
+
+@functools.lru_cache(maxsize=None)
+def _dry_run(primitive, types: tuple, kwnames: tuple, kwtypes: tuple,
+             active: tuple) -> frozenset:
+    """Indices of the operands the adjoint of `primitive` reads, found by emitting it once."""
+    rule = lookup_jvp(primitive)
+    if rule is None:
+        raise RuleNotApplicable("no rule")
+    b = Builder.new_function("dry_run", list(types) + list(kwtypes),
+                             [f"a{i}" for i in range(len(types) + len(kwtypes))], types[0])
+    b.position_at_end(b.new_block())
+    args = b.function.args
+    primals, keywords = tuple(args[:len(types)]), dict(zip(kwnames, args[len(types):]))
+    for k in active:
+        t = types[k]
+        unit = [None] * len(types)
+        unit[k] = b.const(1.0, t) if isinstance(t, FloatType) else b.call(np.ones_like,
+                                                                          [primals[k]])
+        rule(b, primals, tuple(unit), keywords)
+    used = {v for op in b.function.ops() for v in op.operands}
+    return frozenset(k for k, a in enumerate(primals) if a in used)
+
+
+def rematerializable(fn: Function, value: Value, written_cache: dict) -> bool:
+    """True if the pullback may recompute `value` from values it can read."""
+    op = getattr(value, "op", None)
+    if op is None:
+        return False
+    if isinstance(op, ops.Constant):
+        return True
+    if isinstance(op, _CHEAP_INT_OPS) and isinstance(value.type, IntType):
+        return True
+    if isinstance(op, ops.GetAttr) and op.name in ("shape", "size", "ndim"):
+        return True
+    if isinstance(op, ops.GetItem) and not isinstance(value.type, ArrayType):
+        root = op.value
+        if root not in written_cache:
+            written_cache[root] = isinstance(root, Argument) and never_written(fn, root)
+        return written_cache[root]
+    return False
+
+
+def _float_or_float_array(t) -> bool:
+    return isinstance(t, FloatType) or (isinstance(t, ArrayType)
+                                         and isinstance(t.dtype, FloatType))
+
+
+def _primitive(op: Op):
+    if isinstance(op, ops.Call):
+        return op.callee
+    if isinstance(op, ops.MethodCall):
+        return Method(op.method)
+    return type(op)
+
+
+def _positional(op: Op) -> tuple:
+    if isinstance(op, ops.Call):
+        return op.positional
+    if isinstance(op, ops.MethodCall):
+        return (op.receiver, *op.positional)
+    return op.operands
+
+
+def _keyword_values(op: Op) -> tuple:
+    if isinstance(op, (ops.Call, ops.MethodCall)):
+        return tuple(op.keywords.values())
+    return ()
+
+
+def _hashable(obj) -> bool:
+    try:
+        hash(obj)
+        return True
+    except TypeError:
+        return False
