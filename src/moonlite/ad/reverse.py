@@ -39,7 +39,7 @@ from ..errors import UnsupportedError
 from ..ir import Builder, ops, reverse_post_order
 from ..ir.cfg import natural_loops, predecessors
 from ..ir.clone import clone_op
-from ..ir.core import Block, Function, Op, Value
+from ..ir.core import Argument, Block, Function, Op, Value
 from ..ir.types import ArrayType, FloatType, TupleType, int64, none
 from ..rules import Method, RuleNotApplicable, lookup_jvp
 from .reverse_reads import active_operands, reads, rematerializable
@@ -178,6 +178,8 @@ class _ReversePass:
         key = key if key is not None else old
         if isinstance(getattr(old, "op", None), ops.Constant) and key is old:
             return self.b.emit(clone_op(old.op, {}, {})).result
+        if key is old and isinstance(old, Argument):
+            return self.values[old]  # arguments are available everywhere
         if key is old and old in self.remat and old not in self.kept:
             values = {v: self.recall(v) for v in old.op.operands}
             return self.b.emit(clone_op(old.op, values, {})).result
@@ -544,7 +546,6 @@ class _ReversePass:
         shadow = self.shadow(op.target)
         kind = op.binop
         if shadow is not None and _has_adjoint(op.value.type):
-            value = self.recall(op.value)
             if kind is ops.Add:
                 self._send(op.value, shadow)
             elif kind is ops.Sub:
@@ -552,6 +553,7 @@ class _ReversePass:
             elif kind is ops.Mul:
                 self._send(op.value, self.b.mul(shadow, saved))
             elif kind is ops.TrueDiv:
+                value = self.recall(op.value)
                 self._send(op.value, self.b.neg(self.b.div(self.b.mul(shadow, saved),
                                                            self.b.mul(value, value))))
             else:
