@@ -12,5 +12,6 @@ from . import testing  # noqa: E402  (the public rule checker: moonlite.testing.
 
 __version__ = "0.1.0"
 
-__all__ = ["jvp", "jacfwd", "build_frule", "grad", "value_and_grad", "build_rrule", "capture", "lower", "MoonliteDispatcher", "verify", "MoonliteError", "UnsupportedError", "CaptureError",
-           "VerificationError", "LoweringError"]
+__all__ = ["jvp", "jacfwd", "build_frule", "grad", "value_and_grad", "build_rrule", "capture",
+           "lower", "MoonliteDispatcher", "verify", "testing", "ir", "MoonliteError",
+           "UnsupportedError", "CaptureError", "VerificationError", "LoweringError"]

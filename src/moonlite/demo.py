@@ -1,10 +1,10 @@
 """moonlite's demo: `python -m moonlite.demo`.
 
 Differentiates real numba kernels as they are written (a loop with a branch, rosenbrock in loop
-form by reverse mode, an ODE integrator that updates its state in place, a numpy MLP), prints the derivatives, their agreement with
-central finite differences, and timings: derivative over primal time, and moonlite against the
-finite-difference Jacobian. It also prints the moonlite IR of one kernel and of its derived
-forward rule.
+form by reverse mode, an ODE integrator that updates its state in place, a numpy MLP), prints
+the derivatives, their agreement with central finite differences, and timings: derivative over
+primal time, and moonlite against finite differences. It also prints the moonlite IR captured
+from one kernel.
 """
 
 from __future__ import annotations

@@ -37,7 +37,9 @@ from ..ir import Builder, ops, reverse_post_order
 from ..ir.clone import clone_op
 from ..ir.core import Function, Op, Value
 from ..ir.types import ArrayType, ComplexType, FloatType, TupleType, none
-from ..rules import Attribute, Method, RuleNotApplicable, lookup_jvp
+from ..rules import RuleNotApplicable, lookup_jvp
+from .opinfo import (describe as _describe, keyword_values as _keyword_values,
+                     positional as _positional, primitive as _primitive)
 from .readonly import never_written
 from .tangents import ZERO, is_differentiable, materialize, tangent_type
 
@@ -397,28 +399,7 @@ _INPLACE_TANGENT = {ops.Add: _inplace_add, ops.Sub: _inplace_sub, ops.Mul: _inpl
 
 # --- helpers ---------------------------------------------------------------------------------
 
-def _primitive(op: Op):
-    if isinstance(op, ops.Call):
-        return op.callee
-    if isinstance(op, ops.MethodCall):
-        return Method(op.method)
-    if isinstance(op, ops.GetAttr):
-        return Attribute(op.name)
-    return type(op)
 
-
-def _positional(op: Op) -> tuple:
-    if isinstance(op, ops.Call):
-        return op.positional
-    if isinstance(op, ops.MethodCall):
-        return (op.receiver, *op.positional)
-    return op.operands
-
-
-def _keyword_values(op: Op) -> tuple:
-    if isinstance(op, (ops.Call, ops.MethodCall)):
-        return tuple(op.keywords.values())
-    return ()
 
 
 def _mentions_complex(t) -> bool:
@@ -428,16 +409,6 @@ def _mentions_complex(t) -> bool:
         return isinstance(t.dtype, ComplexType)
     return isinstance(t, ComplexType)
 
-
-def _describe(op: Op) -> str:
-    types = ", ".join(str(v.type) for v in _positional(op))
-    if isinstance(op, ops.Call):
-        return f"a call of {ops.short_name(op.callee)}({types})"
-    if isinstance(op, ops.MethodCall):
-        return f"the method .{op.method}() on ({types})"
-    if isinstance(op, ops.GetAttr):
-        return f"the attribute .{op.name} of {op.value.type}"
-    return f"the operation {op.mnemonic()!r} on ({types})"
 
 
 def _tangent_hint(value: Value) -> Optional[str]:

@@ -41,7 +41,10 @@ from ..ir.cfg import natural_loops, predecessors
 from ..ir.clone import clone_op
 from ..ir.core import Argument, Block, Function, Op, Value
 from ..ir.types import ArrayType, FloatType, TupleType, int64, none
-from ..rules import Method, RuleNotApplicable, lookup_jvp
+from ..rules import RuleNotApplicable, lookup_jvp
+from .opinfo import (describe as _describe, hashable as _hashable,
+                     keyword_values as _keyword_values, positional as _positional,
+                     primitive as _primitive)
 from .reverse_reads import active_operands, reads, rematerializable
 from .reverse_helpers import add_at_argmax, add_at_argmin, add_prod_adjoint, add_to_diagonal
 
@@ -810,43 +813,9 @@ def _unit_like(b: Builder, primal: Value) -> Value:
     return b.const(1.0, primal.type) if _is_float(primal.type) else b.const(1.0)
 
 
-def _primitive(op: Op):
-    if isinstance(op, ops.Call):
-        return op.callee
-    if isinstance(op, ops.MethodCall):
-        return Method(op.method)
-    return type(op)
 
 
-def _positional(op: Op) -> tuple:
-    if isinstance(op, ops.Call):
-        return op.positional
-    if isinstance(op, ops.MethodCall):
-        return (op.receiver, *op.positional)
-    return op.operands
 
-
-def _keyword_values(op: Op) -> tuple:
-    if isinstance(op, (ops.Call, ops.MethodCall)):
-        return tuple(op.keywords.values())
-    return ()
-
-
-def _describe(op: Op) -> str:
-    types = ", ".join(str(v.type) for v in _positional(op))
-    if isinstance(op, ops.Call):
-        return f"a call of {ops.short_name(op.callee)}({types})"
-    if isinstance(op, ops.MethodCall):
-        return f"the method .{op.method}() on ({types})"
-    return f"the operation {op.mnemonic()!r} on ({types})"
-
-
-def _hashable(obj) -> bool:
-    try:
-        hash(obj)
-        return True
-    except TypeError:
-        return False
 
 
 FORWARD_HANDLERS = {

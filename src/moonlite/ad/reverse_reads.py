@@ -20,7 +20,9 @@ import numpy as np
 from ..ir import Builder, ops
 from ..ir.core import Argument, Function, Op, Value
 from ..ir.types import ArrayType, FloatType, IntType
-from ..rules import Method, RuleNotApplicable, lookup_jvp
+from ..rules import RuleNotApplicable, lookup_jvp
+from .opinfo import (hashable as _hashable, keyword_values as _keyword_values,
+                     positional as _positional, primitive as _primitive)
 from .readonly import never_written
 
 _CHEAP_INT_OPS = (ops.Add, ops.Sub, ops.Mul, ops.Neg, ops.Lt, ops.Le, ops.Gt, ops.Ge, ops.Eq,
@@ -137,31 +139,4 @@ def _float_or_float_array(t) -> bool:
                                          and isinstance(t.dtype, FloatType))
 
 
-def _primitive(op: Op):
-    if isinstance(op, ops.Call):
-        return op.callee
-    if isinstance(op, ops.MethodCall):
-        return Method(op.method)
-    return type(op)
 
-
-def _positional(op: Op) -> tuple:
-    if isinstance(op, ops.Call):
-        return op.positional
-    if isinstance(op, ops.MethodCall):
-        return (op.receiver, *op.positional)
-    return op.operands
-
-
-def _keyword_values(op: Op) -> tuple:
-    if isinstance(op, (ops.Call, ops.MethodCall)):
-        return tuple(op.keywords.values())
-    return ()
-
-
-def _hashable(obj) -> bool:
-    try:
-        hash(obj)
-        return True
-    except TypeError:
-        return False

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ..errors import UNKNOWN_LOC, SourceLoc
+from ..errors import SourceLoc
 from . import ops, typing
 from .core import Argument, Block, Function, Op, Value
 from .types import SliceType, Type, from_numba
