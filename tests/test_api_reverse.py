@@ -130,3 +130,48 @@ def test_build_rrule_prints_its_ir_with_tapes_and_block_stack():
     assert "tape.push" in text and "tape.pop" in text
     out, (gx, gw, gn) = rule(np.ones(3), 0.5, 3, 1.0)
     assert gn is None and gx.shape == (3,)
+
+
+# --- vjp and jacrev ----------------------------------------------------------------------------
+
+@numba.njit
+def squash_in_place(x, a):
+    for i in range(x.shape[0]):
+        x[i] = math.tanh(a * x[i])
+    return x * x
+
+
+def test_vjp_satisfies_the_dot_product_identity_and_restores_inputs():
+    x = np.linspace(-1.0, 1.0, 5)
+    original = x.copy()
+    out, pullback = moonlite.vjp(squash_in_place, x, 0.8)
+    np.testing.assert_allclose(x, np.tanh(0.8 * original), rtol=1e-15)  # the primal's writes
+    rng = np.random.default_rng(0)
+    dout, tx, ta = rng.standard_normal(5), rng.standard_normal(5), 0.3
+    gx, ga = pullback(dout)
+    np.testing.assert_array_equal(x, original)  # restored by the pullback
+    h = 1e-6
+    plus = squash_in_place(original + h * tx, 0.8 + h * ta)
+    minus = squash_in_place(original - h * tx, 0.8 - h * ta)
+    assert np.dot(gx, tx) + ga * ta == pytest.approx(np.dot(dout, (plus - minus) / (2 * h)),
+                                                     rel=1e-7)
+
+
+@pytest.mark.parametrize("dout, message", [(np.ones(4), "shape \\(5,\\)"),
+                                           (np.ones(5, dtype=np.float32), "dtype float64"),
+                                           (1.0, "must have shape")])
+def test_vjp_refuses_a_wrong_cotangent(dout, message):
+    _, pullback = moonlite.vjp(squash_in_place, np.ones(5), 0.5)
+    with pytest.raises(ArgumentError, match=message):
+        pullback(dout)
+
+
+def test_jacrev_matches_finite_differences():
+    x = np.linspace(-1.0, 1.0, 4)
+    jac = moonlite.jacrev(squash_in_place)(x, 0.8)
+    h = 1e-6
+    fd = np.stack([(squash_in_place(x + h * e, 0.8) - squash_in_place(x - h * e, 0.8)) / (2 * h)
+                   for e in np.eye(4)], axis=-1)
+    assert jac.shape == (4, 4)
+    np.testing.assert_allclose(jac, fd, rtol=1e-6, atol=1e-9)
+    np.testing.assert_array_equal(x, np.linspace(-1.0, 1.0, 4))

@@ -1,4 +1,4 @@
-"""The public reverse-mode API: `grad`, `value_and_grad`, `build_rrule`.
+"""The public reverse-mode API: `grad`, `value_and_grad`, `vjp`, `jacrev`, `build_rrule`.
 
 `grad(f)` and `value_and_grad(f)` return numba dispatchers (`DerivedDispatcher`): like `@njit`
 functions they specialise on the argument types of each new call, from Python or while numba
@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import inspect
 
+import numpy as np
+
 from .ad.derived import derived_reverse_rule
-from .api import ArgumentError, _check_njit
+from .api import ArgumentError, _check_argnum, _check_njit
 from .errors import UnsupportedError
 from .ir import Builder
 from .ir.types import ArrayType, FloatType, from_numba
@@ -87,3 +89,89 @@ def _gradient_ir(f, argtypes: tuple, argnums, with_value: bool, api: str):
     return b.function
 
 
+
+
+def vjp(f, *primals):
+    """`(f(*primals), pullback)`; `pullback(dout)` returns one cotangent per primal (None for
+    int and bool arguments, arrays shaped like their primals).
+
+    `f` runs on your arguments, so after `vjp` they hold what `f` leaves in them; after the
+    pullback they hold what they held before the call again. The pullback runs the derived
+    reverse rule (forward sweep and pullback in one compiled call) on copies of the original
+    arguments: nothing but those arrays crosses between the two calls.
+    """
+    _check_njit(f, "vjp")
+    originals = _copy(primals)
+    rule = derived_reverse_rule(f, tuple(f.typeof_pyval(p) for p in primals))
+    out = f(*primals)
+    template = np.asarray(out)
+    used = []
+
+    def pullback(dout):
+        _check_cotangent(dout, out, template)
+        if used:
+            raise ArgumentError("this pullback was already used: call vjp again")
+        used.append(True)
+        _, grads = rule(*_copy(originals), _as_cotangent(dout, out))
+        for arg, original in zip(primals, originals):
+            if isinstance(arg, np.ndarray):
+                arg[...] = original  # the pullback undoes what f wrote
+        return tuple(grads)
+
+    return out, pullback
+
+
+def jacrev(f, argnums=0):
+    """A function computing the Jacobian of `f` (shape out.shape + arg.shape) by reverse mode:
+    one pullback per output entry. A tuple `argnums` gives a tuple of Jacobians."""
+    _check_njit(f, "jacrev")
+
+    def jacobian(*args):
+        nums = argnums if isinstance(argnums, tuple) else (argnums,)
+        for n in nums:
+            _check_argnum(n, args, "jacrev")
+        rule = derived_reverse_rule(f, tuple(f.typeof_pyval(a) for a in args))
+        out = f(*_copy(args))
+        float_array = isinstance(out, np.ndarray) and np.issubdtype(out.dtype, np.floating)
+        if not (float_array or isinstance(out, (float, np.floating))):
+            raise ArgumentError(f"jacrev: the function must return a float or a float array, "
+                                f"got {type(out).__name__}")
+        rows = {n: [] for n in nums}
+        size = int(np.size(out))
+        for k in range(size):
+            if isinstance(out, np.ndarray):
+                seed = np.zeros_like(out)
+                seed.reshape(-1)[k] = 1.0
+            else:
+                seed = type(out)(1.0) if isinstance(out, np.floating) else 1.0
+            _, grads = rule(*_copy(args), seed)
+            for n in nums:
+                rows[n].append(np.asarray(grads[n % len(args)], dtype=float))
+        jacs = tuple(np.stack(rows[n]).reshape(np.shape(out) + np.shape(args[n])) for n in nums)
+        return jacs if isinstance(argnums, tuple) else jacs[0]
+
+    jacobian.__name__ = f"jacrev_{getattr(f, '__name__', 'f')}"
+    return jacobian
+
+
+def _copy(values: tuple) -> tuple:
+    return tuple(v.copy() if isinstance(v, np.ndarray) else v for v in values)
+
+
+def _check_cotangent(dout, out, template) -> None:
+    if isinstance(out, np.ndarray):
+        if not isinstance(dout, np.ndarray) or dout.shape != out.shape \
+                or dout.dtype != out.dtype:
+            got = (f"shape {dout.shape} and dtype {dout.dtype}" if isinstance(dout, np.ndarray)
+                   else type(dout).__name__)
+            raise ArgumentError(f"the cotangent must have shape {out.shape} and dtype "
+                                f"{out.dtype} like the output, got {got}")
+    elif np.ndim(dout) != 0:
+        raise ArgumentError(f"the output is a scalar: its cotangent must be a scalar, got an "
+                            f"array of shape {np.shape(dout)}")
+
+
+def _as_cotangent(dout, out):
+    if isinstance(out, np.ndarray):
+        return dout
+    return type(out)(dout) if isinstance(out, np.floating) else float(dout)
