@@ -15,22 +15,9 @@ import numba
 import numpy as np
 
 import moonlite
+from common import best_time, rosenbrock, sum_sin
 
 
-@numba.njit
-def sum_sin(x):
-    s = 0.0
-    for i in range(x.shape[0]):
-        s += math.sin(x[i])
-    return s
-
-
-@numba.njit
-def rosenbrock(x):
-    s = 0.0
-    for i in range(x.shape[0] - 1):
-        s += 100.0 * (x[i + 1] - x[i] * x[i]) ** 2 + (1.0 - x[i]) ** 2
-    return s
 
 
 @numba.njit
@@ -53,15 +40,6 @@ def vector_field(x):
         y[i] = x[i + 1] ** 2 - math.exp(-x[i]) * x[i]
     return y
 
-
-def best_time(fn, make_args, repeat):
-    times = []
-    for _ in range(repeat):
-        args = make_args()
-        t = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def jvp_row(name, f, make_primals, make_tangents, repeat):

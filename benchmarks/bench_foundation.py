@@ -15,7 +15,6 @@ import time
 import timeit
 
 import numba
-import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 

@@ -17,23 +17,10 @@ import numba
 import numpy as np
 
 import moonlite
+from common import best_time, rosenbrock, sum_sin
 from moonlite.ir import natural_loops, ops
 
 
-@numba.njit
-def sum_sin(x):
-    s = 0.0
-    for i in range(x.shape[0]):
-        s += math.sin(x[i])
-    return s
-
-
-@numba.njit
-def rosenbrock(x):
-    s = 0.0
-    for i in range(x.shape[0] - 1):
-        s += 100.0 * (x[i + 1] - x[i] * x[i]) ** 2 + (1.0 - x[i]) ** 2
-    return s
 
 
 @numba.njit
@@ -57,15 +44,6 @@ def mlp(W1, b1, W2, x):
     h = np.tanh(W1 @ x + b1)
     return np.sum(np.tanh(W2 @ h))
 
-
-def best_time(fn, make_args, repeat):
-    times = []
-    for _ in range(repeat):
-        args = make_args()
-        t = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def central_difference_gradient(f, make_args, argnum, h=1e-6):

@@ -1,0 +1,33 @@
+"""What the benchmark scripts share: the kernels both modes are measured on, and the timer."""
+
+import math
+import time
+
+import numba
+
+
+@numba.njit
+def sum_sin(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += math.sin(x[i])
+    return s
+
+
+@numba.njit
+def rosenbrock(x):
+    s = 0.0
+    for i in range(x.shape[0] - 1):
+        s += 100.0 * (x[i + 1] - x[i] * x[i]) ** 2 + (1.0 - x[i]) ** 2
+    return s
+
+
+def best_time(fn, make_args, repeat):
+    """The fastest of `repeat` calls, each on fresh arguments (kernels may write into them)."""
+    times = []
+    for _ in range(repeat):
+        args = make_args()
+        t = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - t)
+    return min(times)
