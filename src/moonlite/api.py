@@ -161,8 +161,9 @@ def _jacobian_wrt(f, args: tuple, argnum: int):
     columns = []
     for start in range(0, n, width):
         count = min(width, n - start)
-        fresh = _copy_args(args)  # the kernel may write into its inputs: each pass gets its own
-        seeds = [_seed(x, start + j) if j < count else _zeros_like(x) for j in range(width)]
+        fresh = copy_arguments(args)  # the kernel may write into its inputs: each pass its own
+        seeds = [_seed(x, start + j) if j < count else zero_tangent_like(x)
+                 for j in range(width)]
         result = rule(*fresh, *seeds)
         out = result[0]
         if _kind(out) not in ("float", "array"):
@@ -182,12 +183,19 @@ def _seed(x, k: int):
     return e
 
 
-def _zeros_like(x):
-    if np.ndim(x) == 0:
+def zero_tangent_like(x):
+    """A zero tangent for the argument `x` (a float or float array); None for arguments that
+    carry no tangent."""
+    kind = _kind(x)
+    if kind == "float":
         return type(x)(0.0) if isinstance(x, np.floating) else 0.0
-    return np.zeros_like(x)
+    if kind == "array":
+        return np.zeros_like(x)
+    return None
 
 
-def _copy_args(args: tuple) -> tuple:
-    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+def copy_arguments(values: tuple) -> tuple:
+    """The arguments with every array copied (inside tuples too): kernels may write into them."""
+    return tuple(copy_arguments(v) if isinstance(v, tuple) else
+                 (v.copy() if isinstance(v, np.ndarray) else v) for v in values)
 

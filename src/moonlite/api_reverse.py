@@ -14,7 +14,7 @@ import inspect
 import numpy as np
 
 from .ad.derived import derived_reverse_rule
-from .api import ArgumentError, _check_argnum, _check_njit
+from .api import ArgumentError, _check_argnum, _check_njit, copy_arguments as _copy
 from .errors import UnsupportedError
 from .ir import Builder
 from .ir.types import ArrayType, FloatType, from_numba
@@ -152,10 +152,6 @@ def jacrev(f, argnums=0):
 
     jacobian.__name__ = f"jacrev_{getattr(f, '__name__', 'f')}"
     return jacobian
-
-
-def _copy(values: tuple) -> tuple:
-    return tuple(v.copy() if isinstance(v, np.ndarray) else v for v in values)
 
 
 def _check_cotangent(dout, out, template) -> None:

@@ -15,6 +15,7 @@ import numba
 import numpy as np
 
 import moonlite
+from moonlite.api import copy_arguments as _copied
 
 
 @numba.njit
@@ -88,10 +89,6 @@ def _relative(ours, fd) -> float:
     about 1e-8 relative error here)."""
     ours, fd = np.asarray(ours, dtype=float), np.asarray(fd, dtype=float)
     return float(np.max(np.abs(ours - fd)) / max(1.0, np.max(np.abs(fd))))
-
-
-def _copied(args):
-    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
 
 
 def _section(title: str) -> None:

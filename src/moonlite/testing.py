@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .api import _kind, jvp
+from .api import _kind, copy_arguments as _copy, jvp, zero_tangent_like
 
 STEP_SIZES = (1e-2, 3e-3, 1e-3, 3e-4, 1e-4, 3e-5, 1e-5, 1e-6, 1e-7)
 
@@ -56,11 +56,6 @@ def _random_tangent(a, rng):
     if kind == "tuple":
         return tuple(_random_tangent(e, rng) for e in a)
     return None
-
-
-def _copy(values):
-    return tuple(_copy(v) if isinstance(v, tuple) else
-                 (v.copy() if isinstance(v, np.ndarray) else v) for v in values)
 
 
 def _shift(a, t, h):
@@ -136,7 +131,7 @@ def check_vjp(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,
         if isinstance(before, np.ndarray) and not np.array_equal(before, after):
             raise AssertionError(f"argument {i} was not restored by the pullback: it holds "
                                  f"{after} instead of {before}")
-    tangents = [_zero_like(a) if i in fixed else _random_tangent(a, rng)
+    tangents = [zero_tangent_like(a) if i in fixed else _random_tangent(a, rng)
                 for i, a in enumerate(args)]
     lhs = sum(float(np.sum(np.asarray(g, dtype=float) * np.asarray(t, dtype=float)))
               for g, t, a in zip(grads, tangents, args) if _kind(a) in ("float", "array"))
@@ -153,12 +148,3 @@ def check_vjp(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,
             f"reverse derivative fails the dot-product identity: <grads, t> = {lhs!r}, "
             f"<dout, finite differences> = {estimates[best]!r} at the best step size "
             f"{STEP_SIZES[best]:g} (error {errors[best]:.3e})")
-
-
-def _zero_like(a):
-    kind = _kind(a)
-    if kind == "float":
-        return 0.0
-    if kind == "array":
-        return np.zeros_like(a)
-    return None

@@ -113,7 +113,6 @@ class _ReversePass:
         self.block_stack = None  # made on first use: numba cannot type a list never pushed to
         self.out_var = ops.LocalVar(self.out_type, "out")
         self._shadow_arguments()
-        self.setup_end = self.b.block
         for block in order:
             self._forward_block(block)
         self._fill_forward_phis()

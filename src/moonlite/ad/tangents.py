@@ -20,7 +20,7 @@ import numpy as np
 
 from ..ir.builder import Builder
 from ..ir.core import Value
-from ..ir.types import ArrayType, FloatType, NoneType, TupleType, Type, none
+from ..ir.types import ArrayType, FloatType, TupleType, Type, none
 
 
 class _Zero:
@@ -75,7 +75,3 @@ def zero_tangent(b: Builder, primal: Value) -> Value:
         else:
             items.append(zero_tangent(b, b.tuple_getitem(primal, k)))
     return b.build_tuple(items)
-
-
-def is_none_type(t: Type) -> bool:
-    return isinstance(t, NoneType)

@@ -11,10 +11,6 @@ from dataclasses import dataclass, field
 from .core import Block, Function
 
 
-def successors(block: Block) -> tuple:
-    return block.successors()
-
-
 def predecessors(fn: Function) -> dict:
     """Block -> list of predecessor blocks, each listed once, in block order."""
     preds: dict = {b: [] for b in fn.blocks}
