@@ -123,13 +123,37 @@ def test_a_second_call_reuses_the_compiled_gradient():
     assert len(g.signatures) == 2  # a new type specialises, like any njit function
 
 
+@numba.njit
+def branchy_recurrence(y, n):
+    for i in range(n):
+        if y > 0.5:
+            y = math.sin(y) * 1.5
+        else:
+            y = y * y + 0.7
+    return y
+
+
 def test_build_rrule_prints_its_ir_with_tapes_and_block_stack():
+    rule = moonlite.build_rrule(branchy_recurrence, 0.3, 5)
+    text = str(moonlite.verify(rule.ir))
+    assert "func branchy_recurrence_rev(" in text
+    assert "tape.push" in text and "tape.pop" in text  # y per iteration, the branch taken
+    out, (gy, gn) = rule(0.3, 5, 1.0)
+    assert gn is None
+    h = 1e-6
+    fd = (branchy_recurrence(0.3 + h, 5) - branchy_recurrence(0.3 - h, 5)) / (2 * h)
+    assert out == branchy_recurrence(0.3, 5) and abs(gy - fd) < 1e-6
+
+
+def test_a_counted_loop_over_a_never_written_array_needs_no_tape():
     rule = moonlite.build_rrule(weighted, np.ones(3), 0.5, 3)
     text = str(moonlite.verify(rule.ir))
-    assert "func weighted_rev(" in text
-    assert "tape.push" in text and "tape.pop" in text
-    out, (gx, gw, gn) = rule(np.ones(3), 0.5, 3, 1.0)
+    assert "tape" not in text  # the counter is stepped back, the body recomputed
+    x = np.array([0.1, 0.7, -0.4])
+    out, (gx, gw, gn) = rule(x, 0.5, 3, 1.0)
     assert gn is None and gx.shape == (3,)
+    np.testing.assert_allclose(gx, 0.5 * np.sin(2 * x), rtol=1e-12)
+    np.testing.assert_allclose(gw, np.sum(np.sin(x) ** 2), rtol=1e-12)
 
 
 # --- vjp and jacrev ----------------------------------------------------------------------------

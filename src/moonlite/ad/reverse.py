@@ -45,6 +45,7 @@ from ..rules import RuleNotApplicable, lookup_jvp
 from .opinfo import (describe as _describe, hashable as _hashable,
                      keyword_values as _keyword_values, positional as _positional,
                      primitive as _primitive)
+from .reverse_loops import find_inductions
 from .reverse_reads import active_operands, reads, rematerializable
 from .reverse_helpers import add_at_argmax, add_at_argmin, add_prod_adjoint, add_to_diagonal
 
@@ -92,9 +93,12 @@ class _ReversePass:
         self.kept: dict = {}        # value (or shadow key) -> ("local", LocalVar) | ("tape", tape)
         self.phis: list = []
         self.shadow_alias: dict = {}  # in-place result -> the array it updated
-        self.loop_blocks = set().union(*(lp.body for lp in natural_loops(fn))) \
-            if fn.blocks else set()
+        loops = natural_loops(fn) if fn.blocks else []
+        self.loop_blocks = set().union(*(lp.body for lp in loops))
         self.preds = predecessors(fn)
+        self.inductions = find_inductions(fn, loops, self.preds, self.loop_blocks)
+        self.induction_of = {ind.phi.result: ind for ind in self.inductions.values()}
+        self.recalled: dict = {}  # key -> (builder block, value): recomputed once per block
         self.remat: set = set()   # values the pullback recomputes instead of keeping
         self._written: dict = {}
         self.need = self._needed_values()
@@ -116,6 +120,7 @@ class _ReversePass:
         for block in order:
             self._forward_block(block)
         self._fill_forward_phis()
+        self._save_counters_on_entry()
         for block in order:
             self._reverse_block(block)
         self._finish()
@@ -127,6 +132,9 @@ class _ReversePass:
         self.b.position_at_end(self.setup)
         for var in self.adjoints.values():
             self.b.store(var, self.b.const(0.0, var.type))
+        for how, var in self.kept.values():
+            if how == "counter":  # read before the first entry into a nested loop
+                self.b.store(var, self.b.const(0, var.type))
         self.b.jump(self.blocks[self.fn.entry])
 
     # --- which values the pullback reads --------------------------------------------------------
@@ -141,12 +149,15 @@ class _ReversePass:
                     and not isinstance(op, (ops.SetItem, ops.InplaceBinary)):
                 continue
             reads_of |= reads(op)
+        for ind in self.inductions.values():  # the pullback compares them to find its way
+            reads_of |= {ind.phi.result, ind.init}
         need, work = set(), list(reads_of)
+        kept_anyway = frozenset(reads_of)
         while work:  # a recomputed value needs what it is computed from
             value = work.pop()
             if value in need or value in self.remat:
                 continue
-            if rematerializable(self.fn, value, self._written):
+            if rematerializable(self.fn, value, self._written, kept_anyway):
                 self.remat.add(value)
                 work.extend(value.op.operands)
             else:
@@ -160,6 +171,10 @@ class _ReversePass:
                                                                None)
         if block is None:  # an argument: available everywhere
             self.kept[key] = ("direct", new)
+        elif key in self.induction_of:  # a loop counter: stepped back by the pullback
+            var = ops.LocalVar(new.type, f"counter{len(self.kept)}")
+            self.b.store(var, new)
+            self.kept[key] = ("counter", var)
         elif block in self.loop_blocks:
             tape = self._tape_for(new.type)
             self.b.tape_push(tape, new)
@@ -178,17 +193,27 @@ class _ReversePass:
     def recall(self, old: Value, key=None) -> Value:
         """In the pullback: the value `old` had in the forward sweep (its latest instance)."""
         key = key if key is not None else old
-        if isinstance(getattr(old, "op", None), ops.Constant) and key is old:
-            return self.b.emit(clone_op(old.op, {}, {})).result
         if key is old and isinstance(old, Argument):
             return self.values[old]  # arguments are available everywhere
+        memo = self.recalled.get(key)
+        if memo is not None and memo[0] is self.b.block:
+            return memo[1]  # straight-line code: the earlier read dominates this one
+        value = self._recall_uncached(old, key)
+        self.recalled[key] = (self.b.block, value)
+        return value
+
+    def _recall_uncached(self, old: Value, key) -> Value:
+        if isinstance(getattr(old, "op", None), ops.Constant) and key is old:
+            return self.b.emit(clone_op(old.op, {}, {})).result
         if key is old and old in self.remat and old not in self.kept:
             values = {v: self.recall(v) for v in old.op.operands}
             return self.b.emit(clone_op(old.op, values, {})).result
         how, where = self.kept[key]
+        if how == "alias":
+            return self.recall(where)
         if how == "direct":
             return where
-        if how == "local":
+        if how in ("local", "counter"):
             return self.b.load(where)
         return self.b.tape_top(where)
 
@@ -197,6 +222,7 @@ class _ReversePass:
         key = key if key is not None else old
         entry = self.kept.get(key)
         if entry is not None and entry[0] == "tape":
+            self.recalled.clear()  # recomputed values may depend on the instance dropped here
             self.b.tape_pop(entry[1])
 
     # --- adjoints ------------------------------------------------------------------------------
@@ -253,7 +279,8 @@ class _ReversePass:
             if isinstance(op, ops.Phi):
                 self._forward_phi(op)
                 continue
-            if op is block.ops[len(block.phis)] and len(preds) > 1:
+            if op is block.ops[len(block.phis)] and len(preds) > 1 \
+                    and block not in self.inductions:
                 self._record_predecessor(block, preds)
             handler = FORWARD_HANDLERS.get(type(op), _ReversePass.fw_default)
             handler(self, op)
@@ -344,6 +371,12 @@ class _ReversePass:
     def fw_setitem(self, op: ops.SetItem) -> None:
         # save what the write overwrites, so the pullback can restore it
         target, index = self.values[op.target], self.values[op.index]
+        earlier = _earlier_read(op)
+        if earlier is not None and earlier in self.kept:
+            # `a[i] += ...` read a[i] already and kept it: that is the value to restore
+            self.kept[("saved", op)] = ("alias", earlier)
+            self.emit_clone(op)
+            return
         old_value = self.b.getitem(target, index, type=_item_type(op))
         if isinstance(old_value.type, ArrayType):
             old_value = self.b.method_call("copy", old_value, [])
@@ -405,6 +438,9 @@ class _ReversePass:
             self._edge_contributions(preds[0], phi_adjoints)
             self.b.jump(self.rblocks[preds[0]])
             return
+        if block in self.inductions:
+            self._leave_counted_header(self.inductions[block], phi_adjoints)
+            return
         came_from = self.b.tape_pop(self.block_stack)
         for k, pred in enumerate(preds[:-1]):
             edge, rest = self.b.new_block("rev_edge"), self.b.new_block("rev_choose")
@@ -415,6 +451,35 @@ class _ReversePass:
             self.b.position_at_end(rest)
         self._edge_contributions(preds[-1], phi_adjoints)
         self.b.jump(self.rblocks[preds[-1]])
+
+    def _leave_counted_header(self, ind, phi_adjoints: list) -> None:
+        """The pullback came along the entry edge iff the counter holds its initial value;
+        along the latch it steps the counter back to the previous iteration's."""
+        counter = self.recall(ind.phi.result)
+        at_entry = self.b.binary(ops.Eq, counter, self.recall(ind.init))
+        entry_edge, latch_edge = self.b.new_block("rev_entry"), self.b.new_block("rev_latch")
+        self.b.branch(at_entry, entry_edge, latch_edge)
+        var = self.kept[ind.phi.result][1]
+        self.b.position_at_end(entry_edge)
+        if ind.reentered:  # the instance before this entry into the loop
+            self.b.store(var, self.b.tape_pop(self.counter_tapes[ind.phi.result]))
+        self._edge_contributions(ind.entry, phi_adjoints)
+        self.b.jump(self.rblocks[ind.entry])
+        self.b.position_at_end(latch_edge)
+        self.b.store(var, self.b.binary(ops.Sub, counter, self.b.const(ind.step, counter.type)))
+        self._edge_contributions(ind.latch, phi_adjoints)
+        self.b.jump(self.rblocks[ind.latch])
+
+    def _save_counters_on_entry(self) -> None:
+        """Once per entry into a loop nested in another: push the counter's previous instance."""
+        self.counter_tapes = {}
+        for ind in self.inductions.values():
+            if not ind.reentered:
+                continue
+            var = self.kept[ind.phi.result][1]
+            tape = self.counter_tapes[ind.phi.result] = self._tape_for(var.type)
+            self.b.position_before_terminator(self.exit_of[ind.entry])
+            self.b.tape_push(tape, self.b.load(var))
 
     def _edge_contributions(self, pred: Block, phi_adjoints: list) -> None:
         for phi, adjoint in phi_adjoints:
@@ -773,6 +838,22 @@ def _item_type(op: ops.SetItem):
 def _shadow_item_type(op: ops.SetItem):
     t = _item_type(op)
     return ArrayType(t.dtype, t.ndim, t.layout, False) if isinstance(t, ArrayType) else t
+
+
+def _earlier_read(op: ops.SetItem) -> Optional[Value]:
+    """A scalar read `op.target[op.index]` earlier in op's block with nothing in between that
+    could write memory: it holds what `op` overwrites."""
+    block = op.block
+    for earlier in reversed(block.ops[:block.ops.index(op)]):
+        if isinstance(earlier, ops.GetItem) and earlier.value is op.target \
+                and earlier.index is op.index and not isinstance(earlier.result.type, ArrayType):
+            return earlier.result
+        if not isinstance(earlier, (ops.BinaryOp, ops.UnaryOp, ops.Cast, ops.Constant,
+                                    ops.GetItem, ops.GetAttr, ops.TupleGetItem, ops.Select)):
+            if not (isinstance(earlier, ops.Call) and getattr(earlier.callee, "__module__",
+                                                              None) == "math"):
+                return None
+    return None
 
 
 def _view_source(op: Op) -> Optional[Value]:

