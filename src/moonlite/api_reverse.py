@@ -13,7 +13,7 @@ import inspect
 
 import numpy as np
 
-from .ad.derived import derived_reverse_rule
+from .ad.derived import derived_reverse_rule, derived_reverse_split
 from .api import ArgumentError, _check_argnum, _check_njit, copy_arguments as _copy
 from .errors import UnsupportedError
 from .ir import Builder
@@ -95,16 +95,17 @@ def vjp(f, *primals):
     """`(f(*primals), pullback)`; `pullback(dout)` returns one cotangent per primal (None for
     int and bool arguments, arrays shaped like their primals).
 
-    `f` runs on your arguments, so after `vjp` they hold what `f` leaves in them; after the
-    pullback they hold what they held before the call again. The pullback runs the derived
-    reverse rule (forward sweep and pullback in one compiled call) on copies of the original
-    arguments: nothing but those arrays crosses between the two calls.
+    `vjp` runs the forward sweep of `f`'s reverse rule on your arguments, so afterwards they hold
+    what `f` leaves in them, and keeps what the pullback needs: scalar tapes as arrays, tapes of
+    arrays as lists of them. `pullback` (once) runs the compiled pullback on that state; after it
+    your arguments hold what they held before the call again.
     """
     _check_njit(f, "vjp")
-    originals = _copy(primals)
-    rule = derived_reverse_rule(f, tuple(f.typeof_pyval(p) for p in primals))
-    out = f(*primals)
+    sweep, pull = derived_reverse_split(f, tuple(f.typeof_pyval(p) for p in primals))
+    out, state = sweep(*primals)
     template = np.asarray(out)
+    # what f left in the arguments, in case they are changed before the pullback runs
+    after = [p.copy() if isinstance(p, np.ndarray) else None for p in primals]
     used = []
 
     def pullback(dout):
@@ -112,10 +113,10 @@ def vjp(f, *primals):
         if used:
             raise ArgumentError("this pullback was already used: call vjp again")
         used.append(True)
-        _, grads = rule(*_copy(originals), _as_cotangent(dout, out))
-        for arg, original in zip(primals, originals):
-            if isinstance(arg, np.ndarray):
-                arg[...] = original  # the pullback undoes what f wrote
+        for arg, left in zip(primals, after):
+            if left is not None:
+                arg[...] = left
+        _, grads = pull(*primals, _as_cotangent(dout, out), *state)
         return tuple(grads)
 
     return out, pullback

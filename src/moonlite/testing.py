@@ -1,6 +1,8 @@
 """The rule checker (after Mooncake's `test_rule` and JAX's `check_grads`): public API.
 
-`check_vjp(f, *args)` checks reverse mode: the primal output, the dot-product identity
+`check_vjp(f, *args)` checks reverse mode through `moonlite.vjp` (the forward sweep and the
+pullback as two compiled calls, their state handed over as arrays): the primal output, the
+dot-product identity
 <dout, J t> = <J^T dout, t> with random nonzero `dout` and `t`, where J t comes from central
 finite differences (a rule that overwrites an adjoint instead of adding to it fails this), and
 that every input array holds what it held before the call once the pullback has run.
@@ -116,16 +118,16 @@ def check_vjp(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,
               fixed: tuple = ()) -> None:
     """Check moonlite's reverse derivative of `f` at `args` (see the module docstring).
     Arguments whose index is in `fixed` are not perturbed (tolerances of iterative kernels)."""
-    from .ad.derived import derived_reverse_rule
+    from .api_reverse import vjp
     rng = np.random.default_rng(seed)
     expected = f(*_copy(args))
     if _kind(expected) not in ("float", "array"):
         raise AssertionError(f"check_vjp needs a float or float-array output, got {expected!r}")
     dout = _random_tangent(expected, rng) if _kind(expected) == "array" \
         else type(expected)(rng.standard_normal() or 1.0)
-    rule = derived_reverse_rule(f, tuple(f.typeof_pyval(a) for a in args))
     ours = _copy(args)
-    out, grads = rule(*ours, dout)
+    out, pullback = vjp(f, *ours)  # the sweep and the pullback run as two compiled calls
+    grads = pullback(dout)
     _check_primal(f, args, out)
     for i, (before, after) in enumerate(zip(args, ours)):
         if isinstance(before, np.ndarray) and not np.array_equal(before, after):

@@ -59,6 +59,21 @@ def derived_reverse_rule(f, argtypes: tuple):
         return rule
 
 
+def derived_reverse_split(f, argtypes: tuple) -> tuple:
+    """The reverse rule of `f` for numba `argtypes` cut in two compiled callables (for vjp):
+    `sweep(*args) -> (out, state)` and `pullback(*args, dout, *state) -> (out, grads)`."""
+    from .inline import inline_njit_calls
+    from .reverse import reverse_transform_split
+    key = ("reverse split", f, tuple(argtypes))
+    with _lock:
+        pair = _cache.get(key)
+        if pair is None:
+            flat = inline_njit_calls(capture_types(f, tuple(argtypes)))
+            sweep, pullback = reverse_transform_split(verify(flat))
+            pair = _cache[key] = (lower(verify(sweep)), lower(verify(pullback)))
+        return pair
+
+
 def cached_rule_count() -> int:
     return len(_cache)
 

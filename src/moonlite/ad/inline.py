@@ -13,6 +13,7 @@ from .. import _numba as nb
 from ..capture import capture_types
 from ..errors import UnsupportedError
 from ..ir import Builder, ops, reverse_post_order
+from ..ir.cleanup import remove_dead_code
 from ..ir.clone import clone_op
 from ..ir.core import Block, Function
 
@@ -44,7 +45,7 @@ class _Inliner:
                 if self._inlinable(op):
                     self._inline(op)
                 else:
-                    new = self.b.emit(clone_op(op, self.values, self.blocks))
+                    new = self._emit(op, self.values, self.blocks)
                     if isinstance(op, ops.Phi):
                         self.phis.append((op, new))
             self.exit_block[block] = self.b.block
@@ -52,7 +53,18 @@ class _Inliner:
             for block, value in old.incoming:
                 if block in self.exit_block:
                     new.add_incoming(self.exit_block[block], self.values[value])
-        return self.b.function
+        return remove_dead_code(self.b.function)  # tuples whose entries were all read off
+
+    def _emit(self, op, values: dict, blocks: dict):
+        """Copy `op`, except that an entry of a tuple built in view is read from its builder:
+        `(a, b)[0]` is `a`. (Tuples the reverse pass sees then come from arguments and phis
+        only, and zip/enumerate loops and calls taking tuples cost nothing.)"""
+        if isinstance(op, ops.TupleGetItem):
+            builder = getattr(values[op.tuple], "op", None)
+            if isinstance(builder, ops.BuildTuple):
+                values[op.result] = builder.items[op.index]
+                return None
+        return self.b.emit(clone_op(op, values, blocks))
 
     def _inlinable(self, op) -> bool:
         return (isinstance(op, ops.Call) and nb.is_njit_dispatcher(op.callee)
@@ -94,7 +106,7 @@ class _Inliner:
                     returns.append((blocks[blk], values[op.value]))
                     self.b.jump(continuation)
                     continue
-                new = self.b.emit(clone_op(op, values, blocks))
+                new = self._emit(op, values, blocks)
                 if isinstance(op, ops.Phi):
                     phis.append((op, new))
         for old, new in phis:

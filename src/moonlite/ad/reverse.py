@@ -47,12 +47,22 @@ from .opinfo import (describe as _describe, hashable as _hashable,
                      primitive as _primitive)
 from .reverse_loops import find_inductions
 from .reverse_reads import active_operands, reads, rematerializable
+from .reverse_split import split_rule
 from .reverse_helpers import add_at_argmax, add_at_argmin, add_prod_adjoint, add_to_diagonal
 
 
 def reverse_transform(fn: Function) -> Function:
     """The gradient function of `fn` (see the module docstring); `fn` is left untouched."""
     return _ReversePass(fn).run()
+
+
+def reverse_transform_split(fn: Function) -> tuple:
+    """`(sweep, pullback)`: the gradient function of `fn` cut where the sweep hands over to the
+    pullback, for callers that return to Python in between (`reverse_split.py`)."""
+    rp = _ReversePass(fn)
+    combined = rp.run()
+    return split_rule(combined, rp.handoff, rp.resume, rp.out_var, list(rp.adjoints.values()),
+                      len(fn.args))
 
 
 def _is_float(t) -> bool:
@@ -110,17 +120,22 @@ class _ReversePass:
         self.setup = self.b.new_block("setup")
         for block in order:
             self.blocks[block] = self.b.new_block(block.hint)
+        # every return of the sweep jumps to `handoff`, which jumps to `resume`, where the
+        # pullback starts at the reverse of the return taken: `split()` cuts the function there
+        self.handoff, self.resume = self.b.new_block("handoff"), self.b.new_block("resume")
         for block in order:
             self.rblocks[block] = self.b.new_block(f"rev_{block.hint or ''}")
         self.finish = self.b.new_block("finish")
         self.b.position_at_end(self.setup)
         self.block_stack = None  # made on first use: numba cannot type a list never pushed to
         self.out_var = ops.LocalVar(self.out_type, "out")
+        self.return_var, self.returns = ops.LocalVar(int64, "return_taken"), []
         self._shadow_arguments()
         for block in order:
             self._forward_block(block)
         self._fill_forward_phis()
         self._save_counters_on_entry()
+        self._hand_over()
         for block in order:
             self._reverse_block(block)
         self._finish()
@@ -398,7 +413,25 @@ class _ReversePass:
         if isinstance(out.type, ArrayType):
             out = self.b.method_call("copy", out, [])  # the pullback restores written arrays
         self.b.store(self.out_var, out)
-        self.b.jump(self.rblocks[op.block])
+        self.b.store(self.return_var, self.b.const(len(self.returns), int64))
+        self.returns.append(op.block)
+        self.b.jump(self.handoff)
+
+    def _hand_over(self) -> None:
+        """handoff -> resume -> the reverse of the block whose return was taken."""
+        self.b.position_at_end(self.handoff)
+        self.b.jump(self.resume)
+        self.b.position_at_end(self.resume)
+        if not self.returns:  # every path raises: the pullback is never reached
+            self.b.jump(self.finish)
+            return
+        taken = self.b.load(self.return_var)
+        for k, block in enumerate(self.returns[:-1]):
+            rest = self.b.new_block("resume_next")
+            self.b.branch(self.b.binary(ops.Eq, taken, self.b.const(k, int64)),
+                          self.rblocks[block], rest)
+            self.b.position_at_end(rest)
+        self.b.jump(self.rblocks[self.returns[-1]])
 
     def fw_build_tuple(self, op: ops.BuildTuple) -> None:
         if _has_adjoint(op.result.type) and any(_is_float_array(v.type) for v in op.items):

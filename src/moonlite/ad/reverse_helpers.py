@@ -43,3 +43,28 @@ def add_to_diagonal(gx, adjoint):
     for i in range(min(gx.shape[0], gx.shape[1])):
         gx[i, i] += adjoint
     return None
+
+
+# --- tapes crossing between the sweep and the pullback of a vjp (reverse_split.py) ------------
+
+@numba.njit
+def tape_as_array(tape):
+    return np.asarray(tape)
+
+
+@numba.njit
+def tape_from_array(values):
+    return list(values)
+
+
+@numba.njit
+def tape_as_typed_list(tape):
+    out = numba.typed.List()
+    for item in tape:
+        out.append(item)
+    return out
+
+
+@numba.njit
+def tape_from_typed_list(items):
+    return list(items)

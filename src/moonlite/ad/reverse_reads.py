@@ -142,6 +142,9 @@ def rematerializable(fn: Function, value: Value, written_cache: dict,
         return True
     if isinstance(op, ops.GetAttr) and op.name in ("shape", "size", "ndim"):
         return True
+    if isinstance(op, ops.BuildSlice) or (isinstance(op, ops.BuildTuple) and not any(
+            _float_or_float_array(v.type) for v in op.operands)):
+        return True  # indices: a[i, j], a[lo:hi]
     if isinstance(op, ops.GetItem) and not isinstance(value.type, ArrayType):
         root = op.value
         if root not in written_cache:
