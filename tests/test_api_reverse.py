@@ -199,3 +199,34 @@ def test_jacrev_matches_finite_differences():
     assert jac.shape == (4, 4)
     np.testing.assert_allclose(jac, fd, rtol=1e-6, atol=1e-9)
     np.testing.assert_array_equal(x, np.linspace(-1.0, 1.0, 4))
+
+
+@numba.njit
+def tuple_weighted(p, x):
+    w, k, v = p
+    return w * np.sum(v * x) * k
+
+
+def test_grad_of_a_tuple_argument_is_a_tuple_of_gradients():
+    p, x = (0.7, 3, np.array([1.0, -2.0])), np.array([0.5, 0.25])
+    gw, gk, gv = moonlite.grad(tuple_weighted)(p, x)
+    assert gk is None
+    h = 1e-6
+    fd_w = (tuple_weighted((0.7 + h, 3, p[2]), x) - tuple_weighted((0.7 - h, 3, p[2]), x)) / (2 * h)
+    fd_v = [(tuple_weighted((0.7, 3, p[2] + e), x) - tuple_weighted((0.7, 3, p[2] - e), x))
+            / (2 * h) for e in np.eye(2) * h]
+    assert abs(gw - fd_w) < 1e-8
+    np.testing.assert_allclose(gv, fd_v, rtol=1e-7)
+
+
+@numba.njit
+def write_through_reshape(x):
+    flat = x.reshape(x.size)
+    flat[0] = 2.0 * flat[1]
+    return np.sum(x * x)
+
+
+def test_a_write_through_a_reshape_is_refused_rather_than_differentiated_wrongly():
+    with pytest.raises(moonlite.UnsupportedError, match="reshape/ravel") as info:
+        moonlite.grad(write_through_reshape)(np.ones((2, 2)))
+    assert "write_through_reshape" in str(info.value) and "flat[0] = " in str(info.value)

@@ -17,7 +17,7 @@ from .ad.derived import derived_reverse_rule, derived_reverse_split
 from .api import ArgumentError, _check_argnum, _check_njit, copy_arguments as _copy
 from .errors import UnsupportedError
 from .ir import Builder
-from .ir.types import ArrayType, FloatType, from_numba
+from .ir.types import FloatType, from_numba, is_differentiable
 from .lower import DerivedDispatcher
 
 
@@ -64,10 +64,9 @@ def _gradient_ir(f, argtypes: tuple, argnums, with_value: bool, api: str):
             raise ArgumentError(f"{api}({name}): argnums {n} is out of range for "
                                 f"{len(types)} arguments")
         t = types[n]
-        if not (isinstance(t, FloatType) or (isinstance(t, ArrayType)
-                                             and isinstance(t.dtype, FloatType))):
+        if not is_differentiable(t):
             raise ArgumentError(f"{api}({name}): argument {n} has type {t}; gradients exist "
-                                f"for float scalars and float arrays only")
+                                f"for floats, float arrays and tuples holding them only")
     rule = derived_reverse_rule(f, tuple(argtypes))
     out_type = rule.ir.return_type.elements[0]
     if not isinstance(out_type, FloatType):

@@ -60,6 +60,16 @@ def _random_tangent(a, rng):
     return None
 
 
+def inner(g, t) -> float:
+    """<g, t> for a gradient and a tangent of one argument: floats, arrays, tuples of those;
+    None (no gradient, or no tangent) counts as zero."""
+    if g is None or t is None:
+        return 0.0
+    if isinstance(g, tuple):
+        return sum(inner(ge, te) for ge, te in zip(g, t))
+    return float(np.sum(np.asarray(g, dtype=float) * np.asarray(t, dtype=float)))
+
+
 def _shift(a, t, h):
     kind = _kind(a)
     if kind == "float":
@@ -135,8 +145,7 @@ def check_vjp(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,
                                  f"{after} instead of {before}")
     tangents = [zero_tangent_like(a) if i in fixed else _random_tangent(a, rng)
                 for i, a in enumerate(args)]
-    lhs = sum(float(np.sum(np.asarray(g, dtype=float) * np.asarray(t, dtype=float)))
-              for g, t, a in zip(grads, tangents, args) if _kind(a) in ("float", "array"))
+    lhs = sum(inner(g, t) for g, t in zip(grads, tangents))
     estimates = []
     for h in STEP_SIZES:
         plus = f(*[_shift(a, t, h) for a, t in zip(args, tangents)])

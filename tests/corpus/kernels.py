@@ -12,7 +12,7 @@ updates of locally allocated arrays do not count).  "nondiff" means the output
 is not a differentiable function of the float inputs (integer results).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional
 import math
 import numba
@@ -510,6 +510,22 @@ def tuple_heterogeneous(p, a):
     return -s if flag else s
 
 
+@numba.njit
+def tuple_state_loop(x, n):
+    # a tuple holding a float and an array carried around a loop (a tuple phi)
+    state = (x[0], x)
+    for i in range(n):
+        a, arr = state
+        state = (a * arr[i % len(arr)] + 0.1 * math.sin(a), arr)
+    return state[0] * np.sum(state[1])
+
+
+@numba.njit
+def tuple_with_array_arg(p, y):
+    w, v = p
+    return w * np.sum(v * v) + y * v[0]
+
+
 # ---------------------------------------------------------------------------
 # calls to other njit functions
 # ---------------------------------------------------------------------------
@@ -949,6 +965,12 @@ CASES: list[Case] = [
     Case("tuple_heterogeneous", tuple_heterogeneous,
          lambda: ((_scalar(96), 4, True), _vec(97, 6)),
          tags=_tags("tuple", "loop", "branch", "bool", "int", "array")),
+    Case("tuple_state_loop", tuple_state_loop,
+         lambda: (_vec(98, 5), 7),
+         tags=_tags("tuple", "loop", "array", "math", "int")),
+    Case("tuple_with_array_arg", tuple_with_array_arg,
+         lambda: ((_scalar(99), _vec(99, 4)), _scalar(98)),
+         tags=_tags("tuple", "array", "numpy")),
 
     # calls
     Case("helper_called_twice", helper_called_twice,

@@ -38,17 +38,21 @@ import numpy as np
 from ..errors import UnsupportedError
 from ..ir import Builder, ops, reverse_post_order
 from ..ir.cfg import natural_loops, predecessors
+from ..ir.cleanup import remove_dead_code
 from ..ir.clone import clone_op
 from ..ir.core import Argument, Block, Function, Op, Value
-from ..ir.types import ArrayType, FloatType, TupleType, int64, none
+from ..ir.types import ArrayType, TupleType, int64, none
 from ..rules import RuleNotApplicable, lookup_jvp
 from .opinfo import (describe as _describe, hashable as _hashable,
                      keyword_values as _keyword_values, positional as _positional,
                      primitive as _primitive)
+from .reverse_arrays import CALL_ADJOINTS, METHOD_ADJOINTS, ArrayAdjoints, _name
 from .reverse_loops import find_inductions
 from .reverse_reads import active_operands, reads, rematerializable
 from .reverse_split import split_rule
-from .reverse_helpers import add_at_argmax, add_at_argmin, add_prod_adjoint, add_to_diagonal
+from .reverse_types import (Entry, grad_type as _grad_type, has_adjoint as _has_adjoint,
+                            is_float as _is_float, is_float_array as _is_float_array,
+                            writable as _writable)
 
 
 def reverse_transform(fn: Function) -> Function:
@@ -65,21 +69,7 @@ def reverse_transform_split(fn: Function) -> tuple:
                       len(fn.args))
 
 
-def _is_float(t) -> bool:
-    return isinstance(t, FloatType)
-
-
-def _is_float_array(t) -> bool:
-    return isinstance(t, ArrayType) and isinstance(t.dtype, FloatType)
-
-
-def _has_adjoint(t) -> bool:
-    if isinstance(t, TupleType):
-        return any(_has_adjoint(e) for e in t.elements)
-    return _is_float(t) or _is_float_array(t)
-
-
-class _ReversePass:
+class _ReversePass(ArrayAdjoints):
     def __init__(self, fn: Function):
         self.fn = fn
         out = fn.return_type
@@ -140,7 +130,7 @@ class _ReversePass:
             self._reverse_block(block)
         self._finish()
         self._initialise_locals()
-        return self.b.function
+        return remove_dead_code(self.b.function)  # stand-ins and constants rules did not read
 
     def _initialise_locals(self) -> None:
         """Zero every adjoint local at the top of the function, before anything reads it."""
@@ -275,8 +265,20 @@ class _ReversePass:
     def _shadow_arguments(self) -> None:
         for old, new in zip(self.fn.args, self.b.function.args):
             self._make_shadow(old, new)
+            if isinstance(old.type, TupleType) and _has_adjoint(old.type):
+                self._refuse_nested(old, None)
+                for k, t in enumerate(old.type.elements):
+                    if _is_float_array(t) and not t.readonly:
+                        entry = self.b.tuple_getitem(new, k)
+                        self.shadows[Entry(old, k)] = self.b.call(np.zeros_like, [entry],
+                                                                  type=_writable(t))
             if old in self.need:
                 self.kept[old] = ("direct", new)
+
+    def _refuse_nested(self, value: Value, op: Optional[Op]) -> None:
+        if any(isinstance(t, TupleType) and _has_adjoint(t) for t in value.type.elements):
+            raise self.unsupported(op, f"nested tuples ({value.type}) in reverse mode",
+                                   "pass the inner tuples' entries as separate arguments")
 
     def _make_shadow(self, old: Value, new: Value, shadow: Optional[Value] = None) -> None:
         if not _is_float_array(old.type) or old.type.readonly:
@@ -314,8 +316,15 @@ class _ReversePass:
         self.phis.append((op, new, None))
         if _is_float_array(op.result.type):
             shadow = self.b.phi(_writable(op.result.type), self.blocks[op.block])
-            self.phis.append((("shadow", op), shadow, None))
+            self.phis.append((("shadow", op, None), shadow, None))
             self.shadows[op.result] = shadow.result
+        if isinstance(op.result.type, TupleType) and _has_adjoint(op.result.type):
+            self._refuse_nested(op.result, op)
+            for k, t in enumerate(op.result.type.elements):
+                if _is_float_array(t):
+                    shadow = self.b.phi(_writable(t), self.blocks[op.block])
+                    self.phis.append((("shadow", op, k), shadow, None))
+                    self.shadows[Entry(op.result, k)] = shadow.result
 
     def _fill_forward_phis(self) -> None:
         for old, new, preds in self.phis:
@@ -324,13 +333,18 @@ class _ReversePass:
                     new.add_incoming(self.exit_of[pred], self._const_at_end(pred, k))
                 continue
             shadow = isinstance(old, tuple)
-            phi = old[1] if shadow else old
+            phi, k = (old[1], old[2]) if shadow else (old, None)
             for pred, value in phi.incoming:
-                incoming = self.shadows.get(value) if shadow else self.values[value]
+                if not shadow:
+                    incoming = self.values[value]
+                else:
+                    incoming = self.shadows.get(value if k is None else Entry(value, k))
                 if incoming is None:  # a constant array flowing into an array phi
                     self.b.position_before_terminator(self.exit_of[pred])
-                    incoming = self.b.call(np.zeros_like, [self.values[value]],
-                                           type=new.result.type)
+                    array = self.values[value]
+                    if k is not None:
+                        array = self.b.tuple_getitem(array, k)
+                    incoming = self.b.call(np.zeros_like, [array], type=new.result.type)
                 new.add_incoming(self.exit_of[pred], incoming)
         # now that every phi has its inputs, keep what the pullback reads
         for old, new, _ in self.phis:
@@ -372,6 +386,8 @@ class _ReversePass:
 
     def _shadow_of_result(self, op: Op) -> Optional[Value]:
         """Views share their source's shadow; other new arrays get a fresh zero shadow."""
+        if isinstance(op, ops.TupleGetItem):  # the array in the tuple: its shadow is the entry's
+            return self.shadows.get(Entry(op.tuple, op.index))
         source = _view_source(op)
         if source is None or source not in self.shadows:
             return None
@@ -385,6 +401,7 @@ class _ReversePass:
 
     def fw_setitem(self, op: ops.SetItem) -> None:
         # save what the write overwrites, so the pullback can restore it
+        self._refuse_write_through_reshape(op, op.target)
         target, index = self.values[op.target], self.values[op.index]
         earlier = _earlier_read(op)
         if earlier is not None and earlier in self.kept:
@@ -399,6 +416,7 @@ class _ReversePass:
         self.emit_clone(op)
 
     def fw_inplace(self, op: ops.InplaceBinary) -> None:
+        self._refuse_write_through_reshape(op, op.target)
         target = self.values[op.target]
         self.keep(op, self.b.method_call("copy", target, []), key=("saved", op))
         self.emit_clone(op)
@@ -407,6 +425,22 @@ class _ReversePass:
             self.shadows[op.result] = self.shadows[op.target]
             self.shadow_alias[op.result] = op.target
         self.after_definition(op)
+
+    def _refuse_write_through_reshape(self, op: Op, target: Value) -> None:
+        """reshape/ravel results get shadows of their own (they may be copies), so a write
+        through one would not reach the gradient of the array it views: refuse it."""
+        while True:
+            source_op = getattr(target, "op", None)
+            if source_op is None:
+                return
+            if _name(source_op) in ("reshape", "ravel") and _is_float_array(target.type):
+                raise self.unsupported(op, "writing into the result of reshape/ravel in "
+                                       "reverse mode", "write into the original array, or "
+                                       "copy the reshaped array first (.copy())")
+            source = _view_source(source_op)
+            if source is None:
+                return
+            target = source
 
     def fw_return(self, op: ops.Return) -> None:
         out = self.values[op.value]
@@ -425,7 +459,7 @@ class _ReversePass:
         if not self.returns:  # every path raises: the pullback is never reached
             self.b.jump(self.finish)
             return
-        taken = self.b.load(self.return_var)
+        taken = self.b.load(self.return_var) if len(self.returns) > 1 else None
         for k, block in enumerate(self.returns[:-1]):
             rest = self.b.new_block("resume_next")
             self.b.branch(self.b.binary(ops.Eq, taken, self.b.const(k, int64)),
@@ -434,11 +468,13 @@ class _ReversePass:
         self.b.jump(self.rblocks[self.returns[-1]])
 
     def fw_build_tuple(self, op: ops.BuildTuple) -> None:
-        if _has_adjoint(op.result.type) and any(_is_float_array(v.type) for v in op.items):
-            raise self.unsupported(op, "tuples holding arrays in reverse mode",
-                                   "pass and return the arrays separately")
+        if _has_adjoint(op.result.type):
+            self._refuse_nested(op.result, op)
         self.emit_clone(op)
         self.after_definition(op)
+        for k, item in enumerate(op.items):
+            if item in self.shadows:
+                self.shadows[Entry(op.result, k)] = self.shadows[item]
 
     # --- pullback ------------------------------------------------------------------------------
 
@@ -454,8 +490,11 @@ class _ReversePass:
                 self.release(op.result)
                 if ("shadow", op.result) in self.kept and not isinstance(op, ops.InplaceBinary):
                     self.release(op.result, key=("shadow", op.result))
-        phi_adjoints = [(phi, self.take_adjoint(phi.result)) for phi in block.phis
+        phi_adjoints = [(phi, None, self.take_adjoint(phi.result)) for phi in block.phis
                         if _is_float(phi.result.type)]
+        phi_adjoints += [(phi, k, self.take_adjoint(Entry(phi.result, k)))
+                         for phi in block.phis if isinstance(phi.result.type, TupleType)
+                         for k, t in enumerate(phi.result.type.elements) if _is_float(t)]
         for phi in block.phis:
             self.release(phi.result)
             if ("shadow", phi.result) in self.kept:
@@ -515,8 +554,9 @@ class _ReversePass:
             self.b.tape_push(tape, self.b.load(var))
 
     def _edge_contributions(self, pred: Block, phi_adjoints: list) -> None:
-        for phi, adjoint in phi_adjoints:
-            self.accumulate(phi.value_from(pred), adjoint)
+        for phi, k, adjoint in phi_adjoints:
+            value = phi.value_from(pred)
+            self.accumulate(value if k is None else Entry(value, k), adjoint)
 
     def _finish(self) -> None:
         self.b.position_at_end(self.finish)
@@ -530,8 +570,8 @@ class _ReversePass:
         if old in self.shadows:
             return self.shadows[old]
         if isinstance(old.type, TupleType) and _has_adjoint(old.type):
-            raise self.unsupported(None, "tuple arguments in reverse mode",
-                                   "pass the tuple's entries as separate arguments")
+            return self.b.build_tuple([self._gradient_of(Entry(old, k))
+                                       for k in range(len(old.type.elements))])
         return self.b.const(None, none)
 
     def rv_return(self, op: ops.Return) -> None:
@@ -542,10 +582,6 @@ class _ReversePass:
             shadow = self.shadow(value)
             if shadow is not None:
                 self.b.inplace(ops.Add, shadow, self.dout)
-
-    def rv_nothing(self, op: Op) -> None:
-        """Ops whose adjoint needs no work: constants, views (their shadow is their source's),
-        allocations, shapes, integer arithmetic."""
 
     def rv_elementwise(self, op: Op) -> None:
         """Adjoint of an elementwise primitive from its forward rule: the derivative with
@@ -687,152 +723,12 @@ class _ReversePass:
 
     def rv_tuple_getitem(self, op: ops.TupleGetItem) -> None:
         if _is_float(op.result.type):
-            self._tuple_element_adjoint(op.tuple, op.index, self.take_adjoint(op.result))
+            self.accumulate(Entry(op.tuple, op.index), self.take_adjoint(op.result))
 
-    def _tuple_element_adjoint(self, tup: Value, k: int, adjoint: Value) -> None:
-        builder = getattr(tup, "op", None)
-        if isinstance(builder, ops.BuildTuple):
-            self.accumulate(builder.items[k], adjoint)
-            return
-        raise self.unsupported(getattr(tup, "op", None), "tuples that are not built in the "
-                               "differentiated function (tuple arguments, tuple phis) in "
-                               "reverse mode", "pass the entries as separate arguments")
-
-    def rv_sum(self, op: Op) -> None:
-        axis = (list(_keyword_values(op)) + list(_positional(op)[1:]))[:1]
-        if axis:
-            return self.rv_sum_axis(op, self.recall(axis[0]))
-        operand = _positional(op)[0]
-        self._send_broadcast(operand, self.take_adjoint(op.result))
-
-    def rv_mean(self, op: Op) -> None:
-        operand = _positional(op)[0]
-        x = self.recall(operand)
-        size = self.b.cast(self.b.getattr(x, "size"), op.result.type)
-        self._send_broadcast(operand, self.b.div(self.take_adjoint(op.result), size))
-
-    def _send_broadcast(self, operand: Value, scalar: Value) -> None:
-        shadow = self.shadow(operand)
-        if shadow is not None:
-            self.b.inplace(ops.Add, shadow, scalar)
-
-    def rv_extremum(self, op: Op) -> None:
-        self._reduction_helper(op, add_at_argmax if _name(op) in ("max", "amax")
-                               else add_at_argmin)
-
-    def rv_prod(self, op: Op) -> None:
-        self._reduction_helper(op, add_prod_adjoint)
-
-    def _reduction_helper(self, op: Op, helper) -> None:
-        if _keyword_values(op) or len(_positional(op)) > 1:
-            raise self.unsupported(op, f"{_describe(op)} with an axis in reverse mode",
-                                   "reduce the whole array")
-        operand = _positional(op)[0]
-        shadow = self.shadow(operand)
-        adjoint = self.take_adjoint(op.result)
-        if shadow is not None:
-            self.b.call(helper, [self.recall(operand), shadow, adjoint], type=none)
-
-    def rv_reshape(self, op: Op) -> None:
-        operand = _positional(op)[0]
-        shadow_out = self.shadow(op.result)
-        if shadow_out is None:
-            return
-        shape = self.b.getattr(self.recall(operand), "shape")
-        if _name(op) == "transpose":
-            back = self.b.getattr(shadow_out, "T")
-        else:
-            back = self.b.method_call("reshape", self.b.method_call("copy", shadow_out, []),
-                                      [shape])
-        self._send(operand, back)
-
-    def rv_sum_axis(self, op: Op, axis: Value) -> None:
-        operand = _positional(op)[0]
-        dy = self.shadow(op.result)
-        if dy is not None:
-            self._send(operand, self.b.call(np.expand_dims, [dy, axis]))
-
-    def rv_cumsum(self, op: Op) -> None:
-        operand = _positional(op)[0]
-        if _keyword_values(op) or len(_positional(op)) > 1:
-            raise self.unsupported(op, f"{_describe(op)} with an axis in reverse mode",
-                                   "use a loop, or np.cumsum on a 1-D slice")
-        dy = self.shadow(op.result)  # 1-D: cumsum without an axis works on the flattened array
-        if dy is None:
-            return
-        backwards = self.b.build_slice(self.b.const(None, none), self.b.const(None, none),
-                                       self.b.const(-1, int64))
-        sums = self.b.getitem(self.b.call(np.cumsum, [self.b.getitem(dy, backwards)]), backwards)
-        if operand.type.ndim > 1:
-            shape = self.b.getattr(self.recall(operand), "shape")
-            sums = self.b.method_call("reshape", self.b.method_call("copy", sums, []), [shape])
-        self._send(operand, sums)
-
-    def rv_outer(self, op: Op) -> None:
-        a, c = _positional(op)
-        dy = self.shadow(op.result)
-        if dy is None:
-            return
-        if _has_adjoint(a.type):
-            self._send(a, self.b.binary(ops.MatMul, dy, self.recall(c)))
-        if _has_adjoint(c.type):
-            self._send(c, self.b.binary(ops.MatMul, self.recall(a), dy))
-
-    def rv_trace(self, op: Op) -> None:
-        operand = _positional(op)[0]
-        shadow = self.shadow(operand)
-        adjoint = self.take_adjoint(op.result)
-        if shadow is not None:
-            self.b.call(add_to_diagonal, [shadow, adjoint], type=none)
-
-    def rv_norm(self, op: Op) -> None:
-        if _keyword_values(op) or len(_positional(op)) > 1:
-            raise self.unsupported(op, f"{_describe(op)} with an order or axis in reverse mode",
-                                   "compute the norm with np.sqrt(np.sum(x * x))")
-        operand = _positional(op)[0]
-        x = self.recall(operand)
-        adjoint = self.take_adjoint(op.result)
-        norm = self.b.call(np.linalg.norm, [x])
-        self._send(operand, self.b.mul(x, self.b.div(adjoint, norm)))
-
-    def rv_copy(self, op: Op) -> None:
-        result_shadow = self.shadow(op.result)
-        self._send(_positional(op)[0], result_shadow)
-
-    def rv_dot(self, op: Op) -> None:
-        a, c = _positional(op)
-        self._matmul_adjoint(op, a, c)
-
-    def rv_matmul(self, op: ops.MatMul) -> None:
-        self._matmul_adjoint(op, op.lhs, op.rhs)
-
-    def _matmul_adjoint(self, op: Op, a: Value, c: Value) -> None:
-        """y = a @ c for 1-D/2-D a, c: da += dy @ c.T (outer for vectors), dc += a.T @ dy."""
-        av, cv = self.recall(a), self.recall(c)
-        dy = self._result_adjoint(op.result)
-        if dy is None:
-            return
-        na, nc = a.type.ndim, c.type.ndim
-        if _has_adjoint(a.type):
-            if na == 1 and nc == 1:
-                da = self.b.mul(dy, cv)
-            elif na == 2 and nc == 1:
-                da = self.b.call(np.outer, [dy, cv])
-            elif na == 1 and nc == 2:
-                da = self.b.binary(ops.MatMul, cv, dy)
-            else:
-                da = self.b.binary(ops.MatMul, dy, self.b.getattr(cv, "T"))
-            self._send(a, da)
-        if _has_adjoint(c.type):
-            if na == 1 and nc == 1:
-                dc = self.b.mul(dy, av)
-            elif na == 2 and nc == 1:
-                dc = self.b.binary(ops.MatMul, dy, av)
-            elif na == 1 and nc == 2:
-                dc = self.b.call(np.outer, [av, dy])
-            else:
-                dc = self.b.binary(ops.MatMul, self.b.getattr(av, "T"), dy)
-            self._send(c, dc)
+    def rv_build_tuple(self, op: ops.BuildTuple) -> None:
+        for k, item in enumerate(op.items):
+            if _is_float(item.type):  # (the entry's adjoint may be made later in this pass)
+                self.accumulate(item, self.take_adjoint(Entry(op.result, k)))
 
     def _refuse_unknown_effect(self, op: Op) -> None:
         if isinstance(op, ops.Call) and any(_is_float_array(v.type) for v in op.operands):
@@ -849,18 +745,6 @@ class _ReversePass:
 
 
 # --- helpers ---------------------------------------------------------------------------------
-
-def _grad_type(t):
-    if _is_float(t):
-        return t
-    if _is_float_array(t):
-        return ArrayType(t.dtype, t.ndim, "C", False)
-    return none
-
-
-def _writable(t: ArrayType) -> ArrayType:
-    return ArrayType(t.dtype, t.ndim, t.layout, False)
-
 
 def _item_type(op: ops.SetItem):
     from ..ir import typing
@@ -945,7 +829,7 @@ REVERSE_HANDLERS = {
     ops.Undef: _ReversePass.rv_nothing,
     ops.GetAttr: _ReversePass.rv_nothing,
     ops.BuildSlice: _ReversePass.rv_nothing,
-    ops.BuildTuple: _ReversePass.rv_nothing,  # element adjoints flow at TupleGetItem
+    ops.BuildTuple: _ReversePass.rv_build_tuple,
     ops.TupleGetItem: _ReversePass.rv_tuple_getitem,
     ops.GetItem: _ReversePass.rv_getitem,
     ops.SetItem: _ReversePass.rv_setitem,
@@ -955,28 +839,6 @@ REVERSE_HANDLERS = {
     ops.MatMul: _ReversePass.rv_matmul,
 }
 
-CALL_ADJOINTS = {np.sum: _ReversePass.rv_sum, np.mean: _ReversePass.rv_mean,
-                 np.copy: _ReversePass.rv_copy, np.dot: _ReversePass.rv_dot,
-                 np.max: _ReversePass.rv_extremum, np.amax: _ReversePass.rv_extremum,
-                 np.min: _ReversePass.rv_extremum, np.amin: _ReversePass.rv_extremum,
-                 np.prod: _ReversePass.rv_prod, np.reshape: _ReversePass.rv_reshape,
-                 np.ravel: _ReversePass.rv_reshape, np.transpose: _ReversePass.rv_reshape,
-                 np.cumsum: _ReversePass.rv_cumsum, np.outer: _ReversePass.rv_outer,
-                 np.trace: _ReversePass.rv_trace, np.linalg.norm: _ReversePass.rv_norm,
-                 len: _ReversePass.rv_nothing,
-                 # piecewise-constant functions: nothing flows back
-                 np.round: _ReversePass.rv_nothing, np.around: _ReversePass.rv_nothing,
-                 np.sign: _ReversePass.rv_nothing, np.rint: _ReversePass.rv_nothing}
-METHOD_ADJOINTS = {"sum": _ReversePass.rv_sum, "mean": _ReversePass.rv_mean,
-                   "copy": _ReversePass.rv_copy, "dot": _ReversePass.rv_dot,
-                   "max": _ReversePass.rv_extremum, "min": _ReversePass.rv_extremum,
-                   "prod": _ReversePass.rv_prod, "reshape": _ReversePass.rv_reshape,
-                   "ravel": _ReversePass.rv_reshape, "cumsum": _ReversePass.rv_cumsum}
 ALLOCATIONS = (np.empty, np.zeros, np.ones, np.empty_like, np.zeros_like, np.ones_like)
 
-
-def _name(op: Op) -> str:
-    if isinstance(op, ops.MethodCall):
-        return op.method
-    return getattr(op.callee, "__name__", "")
 

@@ -68,3 +68,28 @@ def tape_as_typed_list(tape):
 @numba.njit
 def tape_from_typed_list(items):
     return list(items)
+
+
+@numba.njit
+def add_cumsum_adjoint(dy, gx, axis):
+    # y = cumsum(x, axis): dx[..., j, ...] += sum of dy[..., j:, ...] along the axis. The array
+    # is viewed as (before, along, after) in C order, whatever its number of dimensions.
+    shape = dy.shape
+    axis = axis % len(shape)
+    before, after = 1, 1
+    for d in range(len(shape)):
+        if d < axis:
+            before *= shape[d]
+        elif d > axis:
+            after *= shape[d]
+    along = shape[axis]
+    d3 = np.ascontiguousarray(dy).reshape((before, along, after))
+    out = np.empty((before, along, after), dy.dtype)
+    for i in range(before):
+        for k in range(after):
+            acc = dy.dtype.type(0)
+            for j in range(along - 1, -1, -1):
+                acc += d3[i, j, k]
+                out[i, j, k] = acc
+    gx += out.reshape(shape)
+    return None

@@ -46,6 +46,10 @@ def _nothing(op):
     return set()
 
 
+def _all_arguments(op):
+    return set(_positional(op)) | set(op.keywords.values())
+
+
 _STRUCTURAL = {
     ops.GetItem: lambda op: {op.index},
     ops.SetItem: lambda op: {op.target, op.index},
@@ -59,11 +63,11 @@ _STRUCTURAL = {
 _CALLS = {np.sum: lambda op: set(_positional(op)[1:]) | set(op.keywords.values()),
           np.mean: _first, np.copy: _nothing, np.dot: _both, np.outer: _both,
           np.max: _first, np.amax: _first, np.min: _first, np.amin: _first, np.prod: _first,
-          np.reshape: _first, np.ravel: _first, np.transpose: _nothing, np.cumsum: _first,
+          np.reshape: _first, np.ravel: _first, np.transpose: _nothing, np.cumsum: _all_arguments,
           np.trace: _nothing, np.linalg.norm: _first}
 _METHODS = {"sum": lambda op: set(_positional(op)[1:]) | set(op.keywords.values()),
             "mean": _first, "copy": _nothing, "dot": _both, "max": _first, "min": _first,
-            "prod": _first, "reshape": _first, "ravel": _first, "cumsum": _first,
+            "prod": _first, "reshape": _first, "ravel": _first, "cumsum": _all_arguments,
             "transpose": _nothing}
 
 

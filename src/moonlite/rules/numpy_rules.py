@@ -452,6 +452,8 @@ NUMPY_RULE_CASES = [
     _E("max_of_transpose", lambda x: np.max(x.T), _MAT),
     _E("cumsum", lambda x: np.cumsum(x), _MAT),
     _E("cumsum_axis", lambda x: np.cumsum(x, axis=1), _MAT),
+    _E("cumsum_axis_0_of_3d", lambda x: np.cumsum(x, axis=0), _uniform(-2.0, 2.0, 3, 2, 4)),
+    _E("cumsum_negative_axis", lambda x: np.cumsum(x, axis=-1), _MAT),
     _E("trace", lambda x: np.trace(x), _uniform(-2.0, 2.0, 4, 4)),
     _E("norm_vector", lambda x: np.linalg.norm(x), _VEC),
     _E("norm_matrix", lambda x: np.linalg.norm(x), _MAT),

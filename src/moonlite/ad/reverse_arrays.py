@@ -1,0 +1,192 @@
+"""Adjoints of numpy's structural and linear-algebra operations (the reverse pass's mixin).
+
+Elementwise primitives need no code here: the reverse pass derives their adjoints from their
+forward rules. The operations below mix entries (reductions, products, reshapes, scans), so each
+has its adjoint written out, in terms of what `_ReversePass` provides: `shadow(v)` (the adjoint
+array of an array), `take_adjoint(v)` (a float's adjoint, reset), `recall(v)` (a primal value in
+the pullback), `_send(v, contribution)` (add to v's adjoint, summing over broadcast axes).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import ops
+from ..ir.core import Op, Value
+from ..ir.types import int64, none
+from .opinfo import describe as _describe, keyword_values as _keyword_values, positional as \
+    _positional
+from .reverse_helpers import (add_at_argmax, add_at_argmin, add_cumsum_adjoint, add_prod_adjoint,
+                              add_to_diagonal)
+from .reverse_types import has_adjoint as _has_adjoint
+
+
+class ArrayAdjoints:
+    def rv_nothing(self, op: Op) -> None:
+        """Ops whose adjoint needs no work: constants, views (their shadow is their source's),
+        allocations, shapes, integer arithmetic, piecewise-constant functions."""
+
+    def rv_sum(self, op: Op) -> None:
+        axis = (list(_keyword_values(op)) + list(_positional(op)[1:]))[:1]
+        if axis:
+            return self.rv_sum_axis(op, self.recall(axis[0]))
+        operand = _positional(op)[0]
+        self._send_broadcast(operand, self.take_adjoint(op.result))
+
+    def rv_mean(self, op: Op) -> None:
+        operand = _positional(op)[0]
+        x = self.recall(operand)
+        size = self.b.cast(self.b.getattr(x, "size"), op.result.type)
+        self._send_broadcast(operand, self.b.div(self.take_adjoint(op.result), size))
+
+    def _send_broadcast(self, operand: Value, scalar: Value) -> None:
+        shadow = self.shadow(operand)
+        if shadow is not None:
+            self.b.inplace(ops.Add, shadow, scalar)
+
+    def rv_extremum(self, op: Op) -> None:
+        self._reduction_helper(op, add_at_argmax if _name(op) in ("max", "amax")
+                               else add_at_argmin)
+
+    def rv_prod(self, op: Op) -> None:
+        self._reduction_helper(op, add_prod_adjoint)
+
+    def _reduction_helper(self, op: Op, helper) -> None:
+        if _keyword_values(op) or len(_positional(op)) > 1:
+            raise self.unsupported(op, f"{_describe(op)} with an axis in reverse mode",
+                                   "reduce the whole array")
+        operand = _positional(op)[0]
+        shadow = self.shadow(operand)
+        adjoint = self.take_adjoint(op.result)
+        if shadow is not None:
+            self.b.call(helper, [self.recall(operand), shadow, adjoint], type=none)
+
+    def rv_reshape(self, op: Op) -> None:
+        operand = _positional(op)[0]
+        shadow_out = self.shadow(op.result)
+        if shadow_out is None:
+            return
+        shape = self.b.getattr(self.recall(operand), "shape")
+        if _name(op) == "transpose":
+            back = self.b.getattr(shadow_out, "T")
+        else:
+            back = self.b.method_call("reshape", self.b.method_call("copy", shadow_out, []),
+                                      [shape])
+        self._send(operand, back)
+
+    def rv_sum_axis(self, op: Op, axis: Value) -> None:
+        operand = _positional(op)[0]
+        dy = self.shadow(op.result)
+        if dy is not None:
+            self._send(operand, self.b.call(np.expand_dims, [dy, axis]))
+
+    def rv_cumsum(self, op: Op) -> None:
+        operand = _positional(op)[0]
+        dy = self.shadow(op.result)
+        axis = (list(_keyword_values(op)) + list(_positional(op)[1:]))[:1]
+        if dy is None:
+            return
+        if axis:
+            gx = self.shadow(operand)
+            if gx is not None:
+                self.b.call(add_cumsum_adjoint, [dy, gx, self.recall(axis[0])], type=none)
+            return
+        # 1-D: cumsum without an axis works on the flattened array
+        backwards = self.b.build_slice(self.b.const(None, none), self.b.const(None, none),
+                                       self.b.const(-1, int64))
+        sums = self.b.getitem(self.b.call(np.cumsum, [self.b.getitem(dy, backwards)]), backwards)
+        if operand.type.ndim > 1:
+            shape = self.b.getattr(self.recall(operand), "shape")
+            sums = self.b.method_call("reshape", self.b.method_call("copy", sums, []), [shape])
+        self._send(operand, sums)
+
+    def rv_outer(self, op: Op) -> None:
+        a, c = _positional(op)
+        dy = self.shadow(op.result)
+        if dy is None:
+            return
+        if _has_adjoint(a.type):
+            self._send(a, self.b.binary(ops.MatMul, dy, self.recall(c)))
+        if _has_adjoint(c.type):
+            self._send(c, self.b.binary(ops.MatMul, self.recall(a), dy))
+
+    def rv_trace(self, op: Op) -> None:
+        operand = _positional(op)[0]
+        shadow = self.shadow(operand)
+        adjoint = self.take_adjoint(op.result)
+        if shadow is not None:
+            self.b.call(add_to_diagonal, [shadow, adjoint], type=none)
+
+    def rv_norm(self, op: Op) -> None:
+        if _keyword_values(op) or len(_positional(op)) > 1:
+            raise self.unsupported(op, f"{_describe(op)} with an order or axis in reverse mode",
+                                   "compute the norm with np.sqrt(np.sum(x * x))")
+        operand = _positional(op)[0]
+        x = self.recall(operand)
+        adjoint = self.take_adjoint(op.result)
+        norm = self.b.call(np.linalg.norm, [x])
+        self._send(operand, self.b.mul(x, self.b.div(adjoint, norm)))
+
+    def rv_copy(self, op: Op) -> None:
+        result_shadow = self.shadow(op.result)
+        self._send(_positional(op)[0], result_shadow)
+
+    def rv_dot(self, op: Op) -> None:
+        a, c = _positional(op)
+        self._matmul_adjoint(op, a, c)
+
+    def rv_matmul(self, op: ops.MatMul) -> None:
+        self._matmul_adjoint(op, op.lhs, op.rhs)
+
+    def _matmul_adjoint(self, op: Op, a: Value, c: Value) -> None:
+        """y = a @ c for 1-D/2-D a, c: da += dy @ c.T (outer for vectors), dc += a.T @ dy."""
+        av, cv = self.recall(a), self.recall(c)
+        dy = self._result_adjoint(op.result)
+        if dy is None:
+            return
+        na, nc = a.type.ndim, c.type.ndim
+        if _has_adjoint(a.type):
+            if na == 1 and nc == 1:
+                da = self.b.mul(dy, cv)
+            elif na == 2 and nc == 1:
+                da = self.b.call(np.outer, [dy, cv])
+            elif na == 1 and nc == 2:
+                da = self.b.binary(ops.MatMul, cv, dy)
+            else:
+                da = self.b.binary(ops.MatMul, dy, self.b.getattr(cv, "T"))
+            self._send(a, da)
+        if _has_adjoint(c.type):
+            if na == 1 and nc == 1:
+                dc = self.b.mul(dy, av)
+            elif na == 2 and nc == 1:
+                dc = self.b.binary(ops.MatMul, dy, av)
+            elif na == 1 and nc == 2:
+                dc = self.b.call(np.outer, [av, dy])
+            else:
+                dc = self.b.binary(ops.MatMul, self.b.getattr(av, "T"), dy)
+            self._send(c, dc)
+
+
+CALL_ADJOINTS = {np.sum: ArrayAdjoints.rv_sum, np.mean: ArrayAdjoints.rv_mean,
+                 np.copy: ArrayAdjoints.rv_copy, np.dot: ArrayAdjoints.rv_dot,
+                 np.max: ArrayAdjoints.rv_extremum, np.amax: ArrayAdjoints.rv_extremum,
+                 np.min: ArrayAdjoints.rv_extremum, np.amin: ArrayAdjoints.rv_extremum,
+                 np.prod: ArrayAdjoints.rv_prod, np.reshape: ArrayAdjoints.rv_reshape,
+                 np.ravel: ArrayAdjoints.rv_reshape, np.transpose: ArrayAdjoints.rv_reshape,
+                 np.cumsum: ArrayAdjoints.rv_cumsum, np.outer: ArrayAdjoints.rv_outer,
+                 np.trace: ArrayAdjoints.rv_trace, np.linalg.norm: ArrayAdjoints.rv_norm,
+                 len: ArrayAdjoints.rv_nothing,
+                 # piecewise-constant functions: nothing flows back
+                 np.round: ArrayAdjoints.rv_nothing, np.around: ArrayAdjoints.rv_nothing,
+                 np.sign: ArrayAdjoints.rv_nothing, np.rint: ArrayAdjoints.rv_nothing}
+METHOD_ADJOINTS = {"sum": ArrayAdjoints.rv_sum, "mean": ArrayAdjoints.rv_mean,
+                   "copy": ArrayAdjoints.rv_copy, "dot": ArrayAdjoints.rv_dot,
+                   "max": ArrayAdjoints.rv_extremum, "min": ArrayAdjoints.rv_extremum,
+                   "prod": ArrayAdjoints.rv_prod, "reshape": ArrayAdjoints.rv_reshape,
+                   "ravel": ArrayAdjoints.rv_reshape, "cumsum": ArrayAdjoints.rv_cumsum}
+
+
+def _name(op: Op) -> str:
+    if isinstance(op, ops.MethodCall):
+        return op.method
+    return getattr(getattr(op, "callee", None), "__name__", "")

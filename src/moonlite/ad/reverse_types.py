@@ -1,0 +1,50 @@
+"""The types the reverse pass reasons about: which values carry adjoints, and of what type."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir.core import Value
+from ..ir.types import ArrayType, FloatType, TupleType, none
+
+
+def is_float(t) -> bool:
+    return isinstance(t, FloatType)
+
+
+def is_float_array(t) -> bool:
+    return isinstance(t, ArrayType) and isinstance(t.dtype, FloatType)
+
+
+def has_adjoint(t) -> bool:
+    if isinstance(t, TupleType):
+        return any(has_adjoint(e) for e in t.elements)
+    return is_float(t) or is_float_array(t)
+
+
+def grad_type(t):
+    if is_float(t):
+        return t
+    if is_float_array(t):
+        return ArrayType(t.dtype, t.ndim, "C", False)
+    if isinstance(t, TupleType) and has_adjoint(t):
+        return TupleType(tuple(grad_type(e) for e in t.elements))
+    return none
+
+
+@dataclass(frozen=True)
+class Entry:
+    """Entry `index` of the tuple `value`: what a tuple's adjoints and shadows are kept per
+    (tuples are immutable, so an entry's adjoint is a float local or a shadow array like any
+    other value's)."""
+
+    value: Value
+    index: int
+
+    @property
+    def type(self):
+        return self.value.type.elements[self.index]
+
+
+def writable(t: ArrayType) -> ArrayType:
+    return ArrayType(t.dtype, t.ndim, t.layout, False)
