@@ -15,6 +15,7 @@ from ..capture import capture_types
 from ..errors import UnsupportedError
 from ..ir import verify
 from ..lower import lower
+from ..lower.dispatcher import quiet_performance_warnings
 from .forward import forward_transform
 
 _lock = threading.RLock()
@@ -56,6 +57,23 @@ def derived_reverse_rule(f, argtypes: tuple):
         if rule is None:
             flat = inline_njit_calls(capture_types(f, tuple(argtypes)))
             rule = _cache[key] = lower(verify(reverse_transform(verify(flat))))
+        return rule
+
+
+def derived_hvp_rule(f, argtypes: tuple, width: int, active) -> object:
+    """Forward mode over the reverse rule of `f` (Hessian-vector products): the compiled
+    `rule(*args, dout, *tangents_0, ..., *tangents_{width-1})` returning
+    `((out, grads), (dout_0, dgrads_0), ...)`; `dgrads_j` is the Hessian times direction j
+    (tangents for the argument indices in `active`; `dout` carries none)."""
+    active = frozenset(active)
+    key = ("forward over reverse", f, tuple(argtypes), width, active)
+    with _lock:
+        rule = _cache.get(key)
+        if rule is None:
+            reverse = derived_reverse_rule(f, argtypes)
+            with quiet_performance_warnings():
+                rule = lower(verify(forward_transform(reverse.ir, width, active)))
+            _cache[key] = rule
         return rule
 
 

@@ -71,6 +71,7 @@ class _ForwardPass:
         self.tangents: dict = {}  # value of fn -> list (one per direction) of Value or ZERO
         self.blocks: dict = {}
         self.phis: list = []      # (old phi, new phi, tangent phis)
+        self.tangent_locals: dict = {}  # (local of fn, direction) -> its tangent's local
         self.b = self._new_function()
 
     # --- driver --------------------------------------------------------------------------------
@@ -96,11 +97,12 @@ class _ForwardPass:
         return b
 
     def run(self) -> Function:
-        for block in self.fn.blocks:
+        order = reverse_post_order(self.fn)  # unreachable blocks are dropped
+        for block in order:
             self.blocks[block] = self.b.new_block(block.hint)
         self.b.position_at_end(self.blocks[self.fn.entry])
         self._zero_inactive_arguments()
-        for block in reverse_post_order(self.fn):
+        for block in order:
             self.b.position_at_end(self.blocks[block])
             for op in block.ops:
                 self.b.loc = op.loc
@@ -321,6 +323,8 @@ class _ForwardPass:
     def _fill_phis(self) -> None:
         for old, new, tangent_phis in self.phis:
             for block, value in old.incoming:
+                if block not in self.blocks:
+                    continue  # an unreachable predecessor
                 pred = self.blocks[block]
                 new.add_incoming(pred, self.values[value])
                 self.b.position_before_terminator(pred)
@@ -356,6 +360,51 @@ class _ForwardPass:
             items.append(self.real_tangent(value, j) if is_differentiable(value.type)
                          else self.b.const(None, none))
         self.b.ret(self.b.build_tuple(items))
+
+    # --- locals and tapes (forward mode over a derived reverse rule: Hessians) ----------------
+
+    def tangent_local(self, var: ops.LocalVar, j: int) -> ops.LocalVar:
+        key = (var, j)
+        if key not in self.tangent_locals:
+            suffix = "" if self.width == 1 else f"_{j}"
+            ttype = _any_layout(tangent_type(var.type))
+            self.tangent_locals[key] = ops.LocalVar(ttype, f"d{var.name}{suffix}")
+        return self.tangent_locals[key]
+
+    def on_store(self, op: ops.StoreLocal) -> None:
+        self.clone(op)
+        if is_differentiable(op.var.type):
+            for j in range(self.width):
+                self.b.store(self.tangent_local(op.var, j), self.real_tangent(op.value, j))
+
+    def on_load(self, op: ops.LoadLocal) -> None:
+        self.clone(op)
+        if is_differentiable(op.var.type):
+            self.set_tangents(op.result, [self.b.load(self.tangent_local(op.var, j))
+                                          for j in range(self.width)])
+
+    def on_tape_new(self, op: ops.TapeNew) -> None:
+        # a tape of differentiable values has one tangent tape per direction, pushed and popped
+        # in step with it
+        self.clone(op)
+        ttype = _any_layout(tangent_type(op.element_type))
+        if ttype is not None:
+            self.set_tangents(op.result, [self.b.emit(ops.TapeNew(ttype, op.loc)).result
+                                          for _ in range(self.width)])
+
+    def on_tape_push(self, op: ops.TapePush) -> None:
+        self.clone(op)
+        if op.tape in self.tangents:
+            for j in range(self.width):
+                self.b.tape_push(self.tangent(op.tape, j), self.real_tangent(op.value, j))
+
+    def on_tape_read(self, op: Op) -> None:
+        """tape.pop and tape.top: the tangent tapes are read the same way."""
+        self.clone(op)
+        if op.tape in self.tangents:
+            self.set_tangents(op.result, [
+                self.b.emit(type(op)(self.tangent(op.tape, j), op.loc)).result
+                for j in range(self.width)])
 
     # --- errors --------------------------------------------------------------------------------
 
@@ -411,6 +460,14 @@ def _mentions_complex(t) -> bool:
 
 
 
+def _any_layout(t):
+    """Tangents of views may differ in layout from their primals' (a slice of a C array is C,
+    the same slice of its tangent may be A): locals and tapes holding array tangents are "A"."""
+    if isinstance(t, ArrayType):
+        return ArrayType(t.dtype, t.ndim, "A", False)
+    return t
+
+
 def _tangent_hint(value: Value) -> Optional[str]:
     return f"d{value.hint}" if value.hint else None
 
@@ -445,6 +502,12 @@ _HANDLERS = {
     ops.Branch: _ForwardPass.on_copy,
     ops.Raise: _ForwardPass.on_copy,
     ops.Return: _ForwardPass.on_return,
+    ops.StoreLocal: _ForwardPass.on_store,
+    ops.LoadLocal: _ForwardPass.on_load,
+    ops.TapeNew: _ForwardPass.on_tape_new,
+    ops.TapePush: _ForwardPass.on_tape_push,
+    ops.TapePop: _ForwardPass.on_tape_read,
+    ops.TapePeek: _ForwardPass.on_tape_read,
     **{cls: _ForwardPass.on_primitive for cls in ops.BINARY_OPS},
     **{cls: _ForwardPass.on_primitive for cls in ops.UNARY_OPS},
 }

@@ -433,7 +433,8 @@ class _ReversePass(ArrayAdjoints):
             source_op = getattr(target, "op", None)
             if source_op is None:
                 return
-            if _name(source_op) in ("reshape", "ravel") and _is_float_array(target.type):
+            if _name(source_op) in ("reshape", "ravel", "ascontiguousarray") \
+                    and _is_float_array(target.type):
                 raise self.unsupported(op, "writing into the result of reshape/ravel in "
                                        "reverse mode", "write into the original array, or "
                                        "copy the reshaped array first (.copy())")
@@ -815,7 +816,16 @@ def _unit_like(b: Builder, primal: Value) -> Value:
 
 
 
+def _refuse_reverse_over_reverse(self, op: Op) -> None:
+    raise self.unsupported(op, "reverse mode over a derived reverse rule (reverse over reverse: "
+                           "a gradient of a function that calls moonlite.grad, vjp, ...)",
+                           "differentiate the gradient in forward mode instead: moonlite.jvp "
+                           "of it, moonlite.hvp, moonlite.hessian")
+
+
 FORWARD_HANDLERS = {
+    **{cls: _refuse_reverse_over_reverse for cls in (ops.LoadLocal, ops.StoreLocal, ops.TapeNew,
+                                                     ops.TapePush, ops.TapePop, ops.TapePeek)},
     ops.SetItem: _ReversePass.fw_setitem,
     ops.InplaceBinary: _ReversePass.fw_inplace,
     ops.Return: _ReversePass.fw_return,

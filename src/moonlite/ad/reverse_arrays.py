@@ -16,8 +16,8 @@ from ..ir.core import Op, Value
 from ..ir.types import int64, none
 from .opinfo import describe as _describe, keyword_values as _keyword_values, positional as \
     _positional
-from .reverse_helpers import (add_at_argmax, add_at_argmin, add_cumsum_adjoint, add_prod_adjoint,
-                              add_to_diagonal)
+from .reverse_helpers import (add_cumsum_adjoint, add_to_diagonal, one_at_argmax, one_at_argmin,
+                              product_of_others)
 from .reverse_types import has_adjoint as _has_adjoint
 
 
@@ -45,21 +45,22 @@ class ArrayAdjoints:
             self.b.inplace(ops.Add, shadow, scalar)
 
     def rv_extremum(self, op: Op) -> None:
-        self._reduction_helper(op, add_at_argmax if _name(op) in ("max", "amax")
-                               else add_at_argmin)
+        self._reduction_derivative(op, one_at_argmax if _name(op) in ("max", "amax")
+                                   else one_at_argmin)
 
     def rv_prod(self, op: Op) -> None:
-        self._reduction_helper(op, add_prod_adjoint)
+        self._reduction_derivative(op, product_of_others)
 
-    def _reduction_helper(self, op: Op, helper) -> None:
+    def _reduction_derivative(self, op: Op, derivative) -> None:
+        """dx += adjoint * derivative(x), for a reduction of the whole array."""
         if _keyword_values(op) or len(_positional(op)) > 1:
             raise self.unsupported(op, f"{_describe(op)} with an axis in reverse mode",
                                    "reduce the whole array")
         operand = _positional(op)[0]
-        shadow = self.shadow(operand)
         adjoint = self.take_adjoint(op.result)
-        if shadow is not None:
-            self.b.call(helper, [self.recall(operand), shadow, adjoint], type=none)
+        if self.shadow(operand) is not None:
+            x = self.recall(operand)
+            self._send(operand, self.b.mul(self.b.call(derivative, [x]), adjoint))
 
     def rv_reshape(self, op: Op) -> None:
         operand = _positional(op)[0]
@@ -168,7 +169,8 @@ class ArrayAdjoints:
 
 
 CALL_ADJOINTS = {np.sum: ArrayAdjoints.rv_sum, np.mean: ArrayAdjoints.rv_mean,
-                 np.copy: ArrayAdjoints.rv_copy, np.dot: ArrayAdjoints.rv_dot,
+                 np.copy: ArrayAdjoints.rv_copy,
+                 np.ascontiguousarray: ArrayAdjoints.rv_copy, np.dot: ArrayAdjoints.rv_dot,
                  np.max: ArrayAdjoints.rv_extremum, np.amax: ArrayAdjoints.rv_extremum,
                  np.min: ArrayAdjoints.rv_extremum, np.amin: ArrayAdjoints.rv_extremum,
                  np.prod: ArrayAdjoints.rv_prod, np.reshape: ArrayAdjoints.rv_reshape,

@@ -1,7 +1,9 @@
-"""njit helpers the reverse pass calls for reductions whose adjoint is not a one-liner.
+"""njit helpers the reverse pass calls for adjoints that are not one-liners.
 
-Each adds into the shadow `gx` of the reduced array `x` (any number of dimensions, any layout),
-addressing both through their flat (C-order) index, as np.argmax does.
+They are plain njit code without `.flat` (which forward mode does not differentiate), so forward
+mode over a reverse rule (Hessians) differentiates them like any other njit callee. The
+reduction helpers return the derivative of the reduction shaped like its operand; the pass
+multiplies it by the adjoint and adds it to the operand's shadow.
 """
 
 import numba
@@ -9,33 +11,36 @@ import numpy as np
 
 
 @numba.njit
-def add_at_argmax(x, gx, adjoint):
+def one_at_argmax(x):
     # np.max picks the first maximum; its adjoint goes there (the derivative from that side)
-    i = np.argmax(x)
-    gx.flat[i] = gx.flat[i] + adjoint
-    return None
+    out = np.zeros(x.size, x.dtype)
+    out[np.argmax(x)] = 1
+    return out.reshape(x.shape)
 
 
 @numba.njit
-def add_at_argmin(x, gx, adjoint):
-    i = np.argmin(x)
-    gx.flat[i] = gx.flat[i] + adjoint
-    return None
+def one_at_argmin(x):
+    out = np.zeros(x.size, x.dtype)
+    out[np.argmin(x)] = 1
+    return out.reshape(x.shape)
 
 
 @numba.njit
-def add_prod_adjoint(x, gx, adjoint):
-    # d prod / d x_i = prod of the other entries: prefix times suffix products, exact with zeros
+def product_of_others(x):
+    # d prod(x) / d x_i = the product of the other entries: prefix times suffix products, exact
+    # with zeros (no division)
     values = np.ascontiguousarray(x).ravel()
     n = values.shape[0]
-    prefix = np.ones(n)
-    for i in range(1, n):
-        prefix[i] = prefix[i - 1] * values[i - 1]
-    suffix = 1.0
+    out = np.empty(n, values.dtype)
+    acc = np.ones(1, values.dtype)[0]
+    for i in range(n):
+        out[i] = acc
+        acc = acc * values[i]
+    acc = np.ones(1, values.dtype)[0]
     for i in range(n - 1, -1, -1):
-        gx.flat[i] = gx.flat[i] + adjoint * prefix[i] * suffix
-        suffix *= values[i]
-    return None
+        out[i] = out[i] * acc
+        acc = acc * values[i]
+    return out.reshape(x.shape)
 
 
 @numba.njit
@@ -87,7 +92,7 @@ def add_cumsum_adjoint(dy, gx, axis):
     out = np.empty((before, along, after), dy.dtype)
     for i in range(before):
         for k in range(after):
-            acc = dy.dtype.type(0)
+            acc = np.zeros(1, dy.dtype)[0]
             for j in range(along - 1, -1, -1):
                 acc += d3[i, j, k]
                 out[i, j, k] = acc

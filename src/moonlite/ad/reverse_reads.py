@@ -61,7 +61,7 @@ _STRUCTURAL = {
     ops.BuildTuple: _nothing,
 }
 _CALLS = {np.sum: lambda op: set(_positional(op)[1:]) | set(op.keywords.values()),
-          np.mean: _first, np.copy: _nothing, np.dot: _both, np.outer: _both,
+          np.mean: _first, np.copy: _nothing, np.ascontiguousarray: _nothing, np.dot: _both, np.outer: _both,
           np.max: _first, np.amax: _first, np.min: _first, np.amin: _first, np.prod: _first,
           np.reshape: _first, np.ravel: _first, np.transpose: _nothing, np.cumsum: _all_arguments,
           np.trace: _nothing, np.linalg.norm: _first}

@@ -23,6 +23,9 @@ def capture(f, *args) -> Function:
 def capture_types(f, argtypes: tuple) -> Function:
     """Capture `f` for numba argument types (the form AD passes use for nested calls)."""
     _require_njit(f)
+    derived = getattr(f, "ir_for", None)
+    if derived is not None:  # grad(g), hessian(g), ...: their IR is derived per signature
+        return derived(tuple(argtypes))
     kept = getattr(f, "moonlite_ir", None)
     if kept is not None and tuple(a.to_numba() for a in kept.argtypes) == tuple(argtypes):
         return kept

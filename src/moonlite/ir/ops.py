@@ -532,10 +532,18 @@ class StoreLocal(Op):
         return f"${self.var.name}"
 
     def type_errors(self) -> list:
-        if self.value.type != self.var.type:
+        if self.value.type != self.var.type and not _any_layout_accepts(self.var.type,
+                                                                        self.value.type):
             return [f"stores {self.value.type} into local ${self.var.name} of type "
                     f"{self.var.type}"]
         return []
+
+
+def _any_layout_accepts(var_type, value_type) -> bool:
+    """A local of layout "A" holds arrays of any layout (numba unifies them to "A")."""
+    return (isinstance(var_type, ArrayType) and isinstance(value_type, ArrayType)
+            and var_type.layout == "A" and var_type.dtype == value_type.dtype
+            and var_type.ndim == value_type.ndim)
 
 
 class TapeNew(Op):
@@ -561,7 +569,8 @@ class TapePush(Op):
         super().__init__((tape, value), None, loc)
 
     def type_errors(self) -> list:
-        if _tape_element(self.tape) != self.value.type:
+        element = _tape_element(self.tape)
+        if element != self.value.type and not _any_layout_accepts(element, self.value.type):
             return [f"pushes {self.value.type} onto a tape of {_tape_element(self.tape)}"]
         return []
 

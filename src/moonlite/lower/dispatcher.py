@@ -9,7 +9,9 @@ the dispatcher machinery that makes the result callable from Python and from oth
 
 from __future__ import annotations
 
+import contextlib
 import keyword
+import warnings
 
 from .. import _numba as nb
 from ..errors import LoweringError
@@ -47,7 +49,22 @@ class LoweringPipeline(nb.CompilerBase):
         return [pm]
 
 
-class MoonliteDispatcher(nb.CPUDispatcher):
+@contextlib.contextmanager
+def quiet_performance_warnings():
+    """numba's performance warnings about derived code (say, '@' on a tangent view that is not
+    contiguous) are nothing the user could act on: silenced while moonlite types and compiles."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nb.numba_errors.NumbaPerformanceWarning)
+        yield
+
+
+class _QuietCompile:
+    def compile(self, sig):
+        with quiet_performance_warnings():
+            return super().compile(sig)
+
+
+class MoonliteDispatcher(_QuietCompile, nb.CPUDispatcher):
     """A numba dispatcher compiled from moonlite IR; `.ir` is that IR."""
 
     def __init__(self, fn: Function):
@@ -63,7 +80,7 @@ class MoonliteDispatcher(nb.CPUDispatcher):
         return f"<moonlite compiled {self.ir.name}({', '.join(map(str, self.ir.argtypes))})>"
 
 
-class DerivedDispatcher(nb.CPUDispatcher):
+class DerivedDispatcher(_QuietCompile, nb.CPUDispatcher):
     """A numba dispatcher whose IR is derived for each signature it is compiled for: `derive`
     maps numba argument types to a moonlite Function (for example: capture `f` for those types
     and build its gradient). Like any njit function it compiles on the first call with new
@@ -80,6 +97,14 @@ class DerivedDispatcher(nb.CPUDispatcher):
         fn = self._derive(argtypes)
         self.irs[argtypes] = fn
         return fn
+
+    def ir_for(self, argtypes: tuple) -> Function:
+        """The IR for numba `argtypes` (derived now if never compiled for them): what AD
+        passes differentiate when they meet a call of this function."""
+        argtypes = tuple(argtypes)
+        if argtypes not in self.irs:
+            self._derive_and_keep(argtypes)
+        return self.irs[argtypes]
 
     @property
     def ir(self) -> Function:

@@ -236,7 +236,8 @@ def linear_attribute(name: str) -> Callable:
     return lambda b, primals, tangents, kwargs: b.getattr(tangents[0], name)
 
 
-for _fn in (np.sum, np.mean, np.transpose, np.copy, np.ravel, np.reshape, np.cumsum, np.trace):
+for _fn in (np.sum, np.mean, np.transpose, np.copy, np.ravel, np.reshape, np.cumsum, np.trace,
+            np.ascontiguousarray):
     defrule(_fn, linear_call(_fn))
 for _name in ("sum", "mean", "copy", "ravel", "reshape", "transpose", "cumsum"):
     defrule(Method(_name), linear_method(_name))
@@ -461,6 +462,7 @@ NUMPY_RULE_CASES = [
     _E("transpose", lambda x: np.transpose(x), _MAT),
     _E("transpose_axes", lambda x: np.transpose(x, (1, 0)), _MAT),
     _E("copy", lambda x: np.copy(x), _MAT),
+    _E("ascontiguousarray", lambda x: np.ascontiguousarray(x.T) * 2.0, _MAT),
     _E("ravel", lambda x: np.ravel(x), _MAT),
     _E("reshape", lambda x: np.reshape(x, (4, 3)), _MAT),
     # bilinear

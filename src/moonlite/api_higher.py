@@ -1,0 +1,121 @@
+"""Second derivatives: forward mode applied to the derived reverse rule (forward over reverse).
+
+The reverse rule of `f` is moonlite IR like any other (its tapes, block stack and adjoint locals
+included), so the forward pass differentiates it: along a direction `v`, the tangent of the
+gradient it returns is the Hessian-vector product `H v`, computed in one compiled evaluation
+together with the value and the gradient. `hessian` runs that rule with `HESSIAN_WIDTH`
+directions per evaluation (batched tangents), filling `HESSIAN_WIDTH` columns at a time.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Sequence
+
+import numpy as np
+
+from .ad.derived import derived_hvp_rule
+from .api import ArgumentError, _check_njit, _check_tangent, _kind
+from .errors import UnsupportedError
+from .ir import Builder
+from .ir.types import ArrayType, FloatType, from_numba
+from .lower import DerivedDispatcher
+
+HESSIAN_WIDTH = 8
+
+
+def hvp(f, primals: Sequence, tangents: Sequence) -> tuple:
+    """Hessian-vector products of scalar-valued `f` at `primals` along `tangents`: one entry per
+    primal, shaped like it (None for int and bool arguments), the Hessian of `f` with respect to
+    all its float arguments applied to the direction `tangents`."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    _check_njit(f, "hvp")
+    if len(primals) != len(tangents):
+        raise ArgumentError(f"hvp needs one tangent per primal: got {len(primals)} primals and "
+                            f"{len(tangents)} tangents")
+    checked = [_check_tangent(p, t, f"tangent {i}")
+               for i, (p, t) in enumerate(zip(primals, tangents))]
+    active = frozenset(i for i, p in enumerate(primals) if _kind(p) != "none")
+    argtypes = tuple(f.typeof_pyval(p) for p in primals)
+    rule = derived_hvp_rule(f, argtypes, 1, active)
+    one = _unit_cotangent(rule.ir.args[len(primals)].type, f, "hvp")
+    _, (_, hv) = rule(*primals, one, *[t for t in checked if t is not None])
+    return tuple(hv)
+
+
+def hessian(f, argnums: int = 0):
+    """A compiled function (a numba dispatcher, usable inside @njit code) returning the dense
+    Hessian of scalar-valued `f` with respect to argument `argnums`: shape arg.shape + arg.shape
+    (a float for a float argument)."""
+    _check_njit(f, "hessian")
+    if isinstance(argnums, bool) or not isinstance(argnums, int):
+        raise ArgumentError(f"hessian: argnums must be an int, got {argnums!r} (a Hessian with "
+                            f"respect to several arguments: pack them into one array)")
+    names = list(inspect.signature(f.py_func).parameters)
+
+    def derive(argtypes: tuple):
+        return _hessian_ir(f, argtypes, argnums, names)
+
+    return DerivedDispatcher(f"hessian_{f.py_func.__name__}", names, derive)
+
+
+def _hessian_ir(f, argtypes: tuple, argnum: int, names: list):
+    types = [from_numba(t) for t in argtypes]
+    qualname = f.py_func.__qualname__
+    if not -len(types) <= argnum < len(types):
+        raise ArgumentError(f"hessian({qualname}): argnums {argnum} is out of range for "
+                            f"{len(types)} arguments")
+    argnum %= len(types)
+    x = types[argnum]
+    if not (isinstance(x, FloatType) or (isinstance(x, ArrayType)
+                                         and isinstance(x.dtype, FloatType))):
+        raise ArgumentError(f"hessian({qualname}): argument {argnum} has type {x}; Hessians "
+                            f"exist for float scalars and float arrays")
+    width = 1 if isinstance(x, FloatType) else HESSIAN_WIDTH
+    rule = derived_hvp_rule(f, tuple(argtypes), width, frozenset([argnum]))
+    one = _unit_cotangent(rule.ir.args[len(types)].type, f, "hessian")
+    seed = (np.float32(1.0) if x.bits == 32 else 1.0) if isinstance(x, FloatType) else None
+    driver = _driver(rule, len(types), argnum, width, one, seed)
+    b = Builder.new_function(f"hessian_{f.py_func.__name__}", types, names, x)
+    b.position_at_end(b.new_block("entry"))
+    result = b.call(driver, list(b.function.args))
+    b.function.return_type = result.type
+    b.ret(result)
+    return b.function
+
+
+def _unit_cotangent(out_type, f, api: str):
+    if not isinstance(out_type, FloatType):
+        raise UnsupportedError(f"{api} of a function returning {out_type}",
+                               function=f.py_func.__qualname__,
+                               hint=f"{api} needs a scalar float output")
+    return np.float32(1.0) if out_type.bits == 32 else 1.0
+
+
+def _driver(rule, nargs: int, argnum: int, width: int, one, seed):
+    """An njit function `driver(*args)` filling the Hessian `width` columns per call of the
+    forward-over-reverse `rule` (generated per signature: numba needs the arity spelled out)."""
+    import numba
+    args = ", ".join(f"a{i}" for i in range(nargs))
+    if seed is not None:  # a float argument: one direction, the Hessian is a float
+        body = (f"    res = rule({args}, ONE, SEED)\n"
+                f"    return res[1][1][{argnum}]\n")
+    else:
+        seeds = "".join(f"        s{j} = np.zeros(x.shape, x.dtype)\n"
+                        f"        if start + {j} < n:\n"
+                        f"            s{j}.reshape(-1)[start + {j}] = 1\n" for j in range(width))
+        columns = "".join(f"        if start + {j} < n:\n"
+                          f"            H[:, start + {j}] = np.ascontiguousarray("
+                          f"res[{1 + j}][1][{argnum}]).reshape(-1)\n" for j in range(width))
+        body = (f"    x = a{argnum}\n"
+                f"    n = x.size\n"
+                f"    H = np.zeros((n, n), x.dtype)\n"
+                f"    for start in range(0, n, {width}):\n"
+                f"{seeds}"
+                f"        res = rule({args}, ONE, {', '.join(f's{j}' for j in range(width))})\n"
+                f"{columns}"
+                f"    return H.reshape(x.shape + x.shape)\n")
+    source = f"def hessian_driver({args}):\n{body}"
+    namespace = {"np": np, "rule": rule, "ONE": one, "SEED": seed}
+    exec(compile(source, "<moonlite hessian driver>", "exec"), namespace)
+    return numba.njit(namespace["hessian_driver"])
