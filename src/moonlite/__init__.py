@@ -6,7 +6,7 @@ from .errors import (CaptureError, LoweringError, MoonliteError, UnsupportedErro
 from . import ir
 from .ir import verify
 from .lower import MoonliteDispatcher, lower
-from .api import build_frule, jacfwd, jvp
+from .api import ArgumentError, build_frule, jacfwd, jvp
 from .api_reverse import build_rrule, grad, jacrev, value_and_grad, vjp
 from .api_higher import hessian, hvp
 from . import testing  # noqa: E402  (the public rule checker: moonlite.testing.check_jvp)
@@ -16,4 +16,4 @@ __version__ = "0.1.0"
 __all__ = ["jvp", "jacfwd", "build_frule", "grad", "value_and_grad", "vjp", "jacrev", "hvp", "hessian",
            "build_rrule", "capture",
            "lower", "MoonliteDispatcher", "verify", "testing", "ir", "MoonliteError",
-           "UnsupportedError", "CaptureError", "VerificationError", "LoweringError"]
+           "UnsupportedError", "CaptureError", "VerificationError", "LoweringError", "ArgumentError"]
