@@ -1,0 +1,150 @@
+"""Second derivatives: Hessian-vector products and dense Hessians by forward over reverse.
+
+Prints, from one run on this machine:
+1. HVP time over primal time (rosenbrock in loop form, an in-place ODE, logsumexp);
+2. the dense Hessian of rosenbrock (n = 100) against a Hessian of second-order central
+   differences of the primal: time and maximum difference; the first-call latency of `hessian`;
+3. scipy.optimize.minimize on rosenbrock in 1000 dimensions: trust-ncg with moonlite's grad as
+   `jac` and hvp as `hessp`, against BFGS with finite-difference gradients.
+
+Run: python benchmarks/bench_hessian.py [--quick]
+"""
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import numba
+import numpy as np
+import scipy.optimize
+
+sys.path.insert(0, str(Path(__file__).parent))
+import moonlite  # noqa: E402
+from common import best_time, rosenbrock  # noqa: E402
+
+
+@numba.njit
+def ode(state, k, dt, steps):
+    n = state.shape[0]
+    for _ in range(steps):
+        for i in range(n):
+            state[i] += dt * (-k * state[i] + math.sin(state[(i + 1) % n]))
+    return np.sum(state * state)
+
+
+@numba.njit
+def logsumexp(x):
+    m = np.max(x)
+    return m + np.log(np.sum(np.exp(x - m)))
+
+
+def hvp_row(name, f, make_args, repeat):
+    args = make_args()
+    v = np.random.default_rng(2).standard_normal(args[0].shape)
+    tangents = (v,) + tuple(0.0 if isinstance(a, float) else None for a in args[1:])
+    t0 = time.perf_counter()
+    moonlite.hvp(f, args, tangents)
+    first = time.perf_counter() - t0
+    primal = best_time(f, make_args, repeat)
+    hvp = best_time(lambda *a: moonlite.hvp(f, a, tangents), make_args, repeat)
+    return name, primal, hvp, first
+
+
+def fd_hessian(f, x, h=1e-4):
+    """Second-order central differences of f alone: 4 evaluations for each of n(n+1)/2 pairs."""
+    n = x.size
+    H = np.empty((n, n))
+    E = np.eye(n) * h
+    for i in range(n):
+        for j in range(i, n):
+            H[i, j] = H[j, i] = (f(x + E[i] + E[j]) - f(x + E[i] - E[j]) - f(x - E[i] + E[j])
+                                 + f(x - E[i] - E[j])) / (4 * h * h)
+    return H
+
+
+def dense_hessian_rows(n):
+    x = np.random.default_rng(3).uniform(-1.0, 1.0, n)
+    H = moonlite.hessian(rosenbrock)
+    t0 = time.perf_counter()
+    ours = H(x)
+    first = time.perf_counter() - t0
+    ours_time = best_time(H, lambda: (x,), 5)
+    t0 = time.perf_counter()
+    fd = fd_hessian(rosenbrock, x)
+    fd_time = time.perf_counter() - t0
+    return ours_time, fd_time, np.max(np.abs(ours - fd)), np.max(np.abs(ours - ours.T)), first
+
+
+def optimise(n, bfgs_iterations):
+    # from (-1.2, 1, -1.2, ...) the chained rosenbrock takes thousands of Newton steps (the
+    # solution travels one coordinate per step) whatever the derivatives; a start in [0, 1)^n
+    # shows the methods rather than the problem
+    x0 = np.random.default_rng(0).uniform(0.0, 1.0, n)
+    g = moonlite.grad(rosenbrock)
+    g(x0)  # compile before timing
+    moonlite.hvp(rosenbrock, (x0,), (x0,))
+    results = []
+    t0 = time.perf_counter()
+    r = scipy.optimize.minimize(rosenbrock, x0, jac=g, method="trust-ncg",
+                                hessp=lambda x, p: moonlite.hvp(rosenbrock, (x,), (p,))[0],
+                                options={"gtol": 1e-8, "maxiter": 5000})
+    results.append(("trust-ncg, moonlite grad + hvp", r, time.perf_counter() - t0))
+    t0 = time.perf_counter()
+    r = scipy.optimize.minimize(rosenbrock, x0, method="BFGS",
+                                options={"gtol": 1e-5, "maxiter": bfgs_iterations})
+    results.append(("BFGS, finite-difference gradients", r, time.perf_counter() - t0))
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (CI)")
+    opts = parser.parse_args()
+    scale = 10 if opts.quick else 1
+    repeat = 3 if opts.quick else 7
+    rng = np.random.default_rng(0)
+    x_ros = rng.standard_normal(1_000_000 // scale)
+    x_lse = rng.standard_normal(100_000 // scale)
+    s0 = rng.standard_normal(32)
+    rows = [
+        hvp_row("rosenbrock, 1e6 entries (loop)", rosenbrock, lambda: (x_ros,), repeat),
+        hvp_row(f"ODE, 32 states, {2000 // scale} steps in place", ode,
+                lambda: (s0.copy(), 0.3, 1e-3, 2000 // scale), repeat),
+        hvp_row("logsumexp, 1e5 entries (numpy)", logsumexp, lambda: (x_lse,), repeat),
+    ]
+    print("## Hessian-vector product time over primal time\n")
+    print("| kernel | primal | hvp | hvp / primal | first call |")
+    print("|---|---|---|---|---|")
+    for name, primal, hvp, first in rows:
+        print(f"| {name} | {primal * 1e3:.3f} ms | {hvp * 1e3:.3f} ms | {hvp / primal:.2f} | "
+              f"{first:.2f} s |")
+
+    n = 100
+    ours, fd, diff, asym, first = dense_hessian_rows(n)
+    print(f"\n## Dense Hessian of rosenbrock, n = {n}\n")
+    print("| method | time | max abs difference from the other | max asymmetry |")
+    print("|---|---|---|---|")
+    print(f"| moonlite.hessian ({moonlite.api_higher.HESSIAN_WIDTH} directions per evaluation) "
+          f"| {ours * 1e3:.3f} ms | {diff:.1e} | {asym:.1e} |")
+    print(f"| second-order central differences (h = 1e-4) | {fd * 1e3:.1f} ms | {diff:.1e} | "
+          f"0 (symmetrised) |")
+    print(f"\nspeed-up over finite differences: {fd / ours:.0f}x; first call of hessian "
+          f"(capture, reverse, forward over reverse, compile): {first:.2f} s")
+
+    dims = 1000 // scale
+    print(f"\n## scipy.optimize.minimize on rosenbrock, {dims} dimensions\n")
+    print("| method | iterations | function evaluations | gradient evaluations | final f | "
+          "wall time |")
+    print("|---|---|---|---|---|---|")
+    cap = 300 if opts.quick else 500
+    for name, r, seconds in optimise(dims, cap):
+        print(f"| {name} | {r.nit} | {r.nfev} | {getattr(r, 'njev', 0)} | {r.fun:.2e} | "
+              f"{seconds:.2f} s |")
+    print(f"\n(BFGS stops after at most {cap} iterations: each of its gradients costs {dims + 1} "
+          f"evaluations of f, so running it to convergence takes minutes)")
+
+
+if __name__ == "__main__":
+    main()
