@@ -11,33 +11,17 @@ Run: python benchmarks/bench_hessian.py [--quick]
 """
 
 import argparse
-import math
 import sys
 import time
 from pathlib import Path
 
-import numba
 import numpy as np
 import scipy.optimize
 
 sys.path.insert(0, str(Path(__file__).parent))
 import moonlite  # noqa: E402
-from common import best_time, rosenbrock  # noqa: E402
-
-
-@numba.njit
-def ode(state, k, dt, steps):
-    n = state.shape[0]
-    for _ in range(steps):
-        for i in range(n):
-            state[i] += dt * (-k * state[i] + math.sin(state[(i + 1) % n]))
-    return np.sum(state * state)
-
-
-@numba.njit
-def logsumexp(x):
-    m = np.max(x)
-    return m + np.log(np.sum(np.exp(x - m)))
+from common import best_time, logsumexp, ode, rosenbrock  # noqa: E402
+from moonlite.testing import finite_difference_hessian  # noqa: E402
 
 
 def hvp_row(name, f, make_args, repeat):
@@ -52,18 +36,6 @@ def hvp_row(name, f, make_args, repeat):
     return name, primal, hvp, first
 
 
-def fd_hessian(f, x, h=1e-4):
-    """Second-order central differences of f alone: 4 evaluations for each of n(n+1)/2 pairs."""
-    n = x.size
-    H = np.empty((n, n))
-    E = np.eye(n) * h
-    for i in range(n):
-        for j in range(i, n):
-            H[i, j] = H[j, i] = (f(x + E[i] + E[j]) - f(x + E[i] - E[j]) - f(x - E[i] + E[j])
-                                 + f(x - E[i] - E[j])) / (4 * h * h)
-    return H
-
-
 def dense_hessian_rows(n):
     x = np.random.default_rng(3).uniform(-1.0, 1.0, n)
     H = moonlite.hessian(rosenbrock)
@@ -72,7 +44,7 @@ def dense_hessian_rows(n):
     first = time.perf_counter() - t0
     ours_time = best_time(H, lambda: (x,), 5)
     t0 = time.perf_counter()
-    fd = fd_hessian(rosenbrock, x)
+    fd = finite_difference_hessian(rosenbrock, x)
     fd_time = time.perf_counter() - t0
     return ours_time, fd_time, np.max(np.abs(ours - fd)), np.max(np.abs(ours - ours.T)), first
 

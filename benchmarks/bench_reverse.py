@@ -9,7 +9,6 @@ sweep pushes per loop iteration (8 bytes each), read off the derived rule's IR.
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import time
 
@@ -17,26 +16,10 @@ import numba
 import numpy as np
 
 import moonlite
-from common import best_time, rosenbrock, sum_sin
+from common import best_time, logsumexp, ode, rosenbrock, sum_sin
 from moonlite.ir import natural_loops, ops
 
 
-
-
-@numba.njit
-def ode(state, k, dt, steps):
-    # explicit Euler on a chain of damped oscillators, updating the state in place
-    n = state.shape[0]
-    for _ in range(steps):
-        for i in range(n):
-            state[i] += dt * (-k * state[i] + math.sin(state[(i + 1) % n]))
-    return np.sum(state * state)
-
-
-@numba.njit
-def logsumexp(x):
-    m = np.max(x)
-    return m + np.log(np.sum(np.exp(x - m)))
 
 
 @numba.njit

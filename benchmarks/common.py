@@ -4,6 +4,7 @@ import math
 import time
 
 import numba
+import numpy as np
 
 
 @numba.njit
@@ -20,6 +21,22 @@ def rosenbrock(x):
     for i in range(x.shape[0] - 1):
         s += 100.0 * (x[i + 1] - x[i] * x[i]) ** 2 + (1.0 - x[i]) ** 2
     return s
+
+
+@numba.njit
+def ode(state, k, dt, steps):
+    # explicit Euler on a chain of damped oscillators, updating the state in place
+    n = state.shape[0]
+    for _ in range(steps):
+        for i in range(n):
+            state[i] += dt * (-k * state[i] + math.sin(state[(i + 1) % n]))
+    return np.sum(state * state)
+
+
+@numba.njit
+def logsumexp(x):
+    m = np.max(x)
+    return m + np.log(np.sum(np.exp(x - m)))
 
 
 def best_time(fn, make_args, repeat):

@@ -17,6 +17,7 @@ import numpy as np
 
 import moonlite
 from moonlite.api import copy_arguments as _copied
+from moonlite.testing import finite_difference_hessian
 
 
 @numba.njit
@@ -145,21 +146,14 @@ def _mlp_example():
             t_jac / t_primal, t_fd / t_jac)
 
 
-def _fd_hessian(f, x, h=1e-4):
-    n = x.size
-    E = np.eye(n) * h
-    return np.array([[(f(x + E[i] + E[j]) - f(x + E[i] - E[j]) - f(x - E[i] + E[j])
-                       + f(x - E[i] - E[j])) / (4 * h * h) for j in range(n)] for i in range(n)])
-
-
 def _hessian_example():
     make = lambda: (np.linspace(-1.0, 1.0, 12),)  # noqa: E731
     H = moonlite.hessian(rosenbrock)
     ours = H(*make())
-    fd = _fd_hessian(rosenbrock, *make())
+    fd = finite_difference_hessian(rosenbrock, *make())
     t_primal = _best(rosenbrock, make)
     t_hess = _best(H, make)
-    t_fd = _best(lambda x: _fd_hessian(rosenbrock, x), make, repeat=2)
+    t_fd = _best(lambda x: finite_difference_hessian(rosenbrock, x), make, repeat=2)
     return ("rosenbrock Hessian: 12 x 12, dense, by forward over reverse",
             f"H[0, :3] = {np.array2string(ours[0, :3], precision=4)}, max asymmetry "
             f"{np.max(np.abs(ours - ours.T)):.0e}",

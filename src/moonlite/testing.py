@@ -159,3 +159,20 @@ def check_vjp(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,
             f"reverse derivative fails the dot-product identity: <grads, t> = {lhs!r}, "
             f"<dout, finite differences> = {estimates[best]!r} at the best step size "
             f"{STEP_SIZES[best]:g} (error {errors[best]:.3e})")
+
+
+def finite_difference_hessian(f, x, *rest, h: float = 1e-4) -> np.ndarray:
+    """The Hessian of scalar-valued `f(x, *rest)` with respect to the float array `x` by
+    second-order central differences (4 evaluations per pair of entries, symmetric by
+    construction): what moonlite's Hessians are checked against. Relative error about 1e-6."""
+    x = np.asarray(x, dtype=float)
+    n = x.size
+    steps = np.eye(n).reshape((n,) + x.shape) * h
+    H = np.empty((n, n))
+    for i in range(n):
+        for j in range(i, n):
+            ei, ej = steps[i], steps[j]
+            H[i, j] = H[j, i] = (f(x + ei + ej, *rest) - f(x + ei - ej, *rest)
+                                 - f(x - ei + ej, *rest) + f(x - ei - ej, *rest)) / (4 * h * h)
+    return H.reshape(x.shape + x.shape)
+
