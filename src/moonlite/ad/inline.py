@@ -16,6 +16,7 @@ from ..ir import Builder, ops, reverse_post_order
 from ..ir.cleanup import remove_dead_code
 from ..ir.clone import clone_op
 from ..ir.core import Block, Function
+from ..ir.types import ArrayType
 
 
 def inline_njit_calls(fn: Function, keep=lambda callee: False, _stack: tuple = ()) -> Function:
@@ -33,6 +34,7 @@ class _Inliner:
         self.blocks: dict = {}
         self.exit_block: dict = {}  # old block -> new block holding its terminator
         self.phis: list = []
+        self.available: dict = {}  # new block -> {key of a pure op: its result} (local CSE)
 
     def run(self) -> Function:
         order = reverse_post_order(self.fn)  # definitions before uses; dead blocks dropped
@@ -64,7 +66,20 @@ class _Inliner:
             if isinstance(builder, ops.BuildTuple):
                 values[op.result] = builder.items[op.index]
                 return None
-        return self.b.emit(clone_op(op, values, blocks))
+        new = clone_op(op, values, blocks)
+        available = self.available.setdefault(self.b.block, {})
+        key = _value_key(new)
+        if key is not None and key in available:
+            values[op.result] = available[key]  # computed earlier in this block
+            return None
+        if key is None and not isinstance(new, _PURE):
+            # it may write memory: reads of array entries must be done again
+            for k in [k for k in available if k[0] is ops.GetItem]:
+                del available[k]
+        new = self.b.emit(new)
+        if key is not None:
+            available[key] = new.result
+        return new
 
     def _inlinable(self, op) -> bool:
         return (isinstance(op, ops.Call) and nb.is_njit_dispatcher(op.callee)
@@ -114,3 +129,33 @@ class _Inliner:
                 if blk in blocks:
                     new.add_incoming(blocks[blk], values[value])
         return returns
+
+
+# --- local common-subexpression elimination --------------------------------------------------
+# `x[i] * x[i]` reads x[i] twice; the pullback would then add twice into x's shadow at i, a
+# read-modify-write each. Within a block, an op identical to an earlier pure op (same kind,
+# operands and attributes) reuses its result; a scalar read of an array entry only until
+# something may have written memory.
+
+_PURE = (ops.Constant, ops.BinaryOp, ops.UnaryOp, ops.Cast, ops.GetAttr, ops.TupleGetItem,
+         ops.BuildSlice, ops.BuildTuple, ops.GetItem, ops.Phi, ops.Jump, ops.Branch)
+
+
+def _value_key(op):
+    if op.result is None or isinstance(op, (ops.Phi, ops.MatMul)):
+        return None
+    if isinstance(op, ops.Constant):
+        if isinstance(op.result.type, ArrayType):
+            return None
+        return (ops.Constant, repr(op.value), op.result.type)
+    pure_call = isinstance(op, ops.Call) and getattr(op.callee, "__module__", None) == "math" \
+        and not op.kwnames
+    if isinstance(op, ops.GetItem) and isinstance(op.result.type, ArrayType):
+        return None  # a view: keep each its own (shadows follow views)
+    if not (pure_call or isinstance(op, (ops.BinaryOp, ops.UnaryOp, ops.Cast, ops.GetAttr,
+                                         ops.TupleGetItem, ops.BuildSlice, ops.GetItem))):
+        return None
+    if isinstance(op.result.type, ArrayType):
+        return None  # a new array: two of them are two objects
+    callee = id(op.callee) if pure_call else None
+    return (type(op), tuple(map(id, op.operands)), op.attributes(), callee, op.result.type)
