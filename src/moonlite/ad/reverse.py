@@ -427,17 +427,19 @@ class _ReversePass(ArrayAdjoints):
         self.after_definition(op)
 
     def _refuse_write_through_reshape(self, op: Op, target: Value) -> None:
-        """reshape/ravel results get shadows of their own (they may be copies), so a write
-        through one would not reach the gradient of the array it views: refuse it."""
+        """reshape/ravel/ascontiguousarray results get shadows of their own (they may be
+        copies), so a write through one would not reach the gradient of the array it views:
+        refuse it."""
         while True:
             source_op = getattr(target, "op", None)
             if source_op is None:
                 return
             if _name(source_op) in ("reshape", "ravel", "ascontiguousarray") \
                     and _is_float_array(target.type):
-                raise self.unsupported(op, "writing into the result of reshape/ravel in "
-                                       "reverse mode", "write into the original array, or "
-                                       "copy the reshaped array first (.copy())")
+                raise self.unsupported(op, "writing into the result of reshape/ravel/"
+                                       "ascontiguousarray in reverse mode", "write into the "
+                                       "original array, or copy the reshaped array first "
+                                       "(.copy())")
             source = _view_source(source_op)
             if source is None:
                 return
