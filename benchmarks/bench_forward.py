@@ -7,7 +7,6 @@ measurements for the table, never test assertions.
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 
@@ -15,7 +14,7 @@ import numba
 import numpy as np
 
 import moonlite
-from common import best_time, rosenbrock, sum_sin
+from common import best_time, rosenbrock, sizes_from_command_line, sum_sin
 
 
 
@@ -62,11 +61,7 @@ def central_difference_jacobian(f, x, h=1e-6):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller sizes (CI)")
-    opts = parser.parse_args()
-    scale = 10 if opts.quick else 1
-    repeat = 3 if opts.quick else 7
+    scale, repeat = sizes_from_command_line(__doc__.splitlines()[0])
     rng = np.random.default_rng(0)
     x_sin = rng.standard_normal(100_000 // scale)
     x_ros = rng.standard_normal(1_000_000 // scale)

@@ -10,7 +10,6 @@ Prints, from one run on this machine:
 Run: python benchmarks/bench_hessian.py [--quick]
 """
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ import scipy.optimize
 
 sys.path.insert(0, str(Path(__file__).parent))
 import moonlite  # noqa: E402
-from common import best_time, logsumexp, ode, rosenbrock  # noqa: E402
+from common import best_time, logsumexp, ode, rosenbrock, sizes_from_command_line  # noqa: E402
 from moonlite.testing import finite_difference_hessian  # noqa: E402
 
 
@@ -71,11 +70,7 @@ def optimise(n, bfgs_iterations):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller sizes (CI)")
-    opts = parser.parse_args()
-    scale = 10 if opts.quick else 1
-    repeat = 3 if opts.quick else 7
+    scale, repeat = sizes_from_command_line(__doc__.splitlines()[0])
     rng = np.random.default_rng(0)
     x_ros = rng.standard_normal(1_000_000 // scale)
     x_lse = rng.standard_normal(100_000 // scale)
@@ -110,7 +105,7 @@ def main() -> None:
     print("| method | iterations | function evaluations | gradient evaluations | final f | "
           "wall time |")
     print("|---|---|---|---|---|---|")
-    cap = 300 if opts.quick else 500
+    cap = 300 if scale > 1 else 500  # --quick
     for name, r, seconds in optimise(dims, cap):
         print(f"| {name} | {r.nit} | {r.nfev} | {getattr(r, 'njev', 0)} | {r.fun:.2e} | "
               f"{seconds:.2f} s |")

@@ -8,7 +8,6 @@ sweep pushes per loop iteration (8 bytes each), read off the derived rule's IR.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
@@ -16,7 +15,8 @@ import numba
 import numpy as np
 
 import moonlite
-from common import best_time, logsumexp, ode, rosenbrock, sum_sin
+from common import (best_time, logsumexp, ode, rosenbrock, sizes_from_command_line,
+                    sum_sin)
 from moonlite.ir import natural_loops, ops
 
 
@@ -64,16 +64,13 @@ def row(name, f, make_args, repeat, fd_points=None):
     ours_fd = g(*fd_args())
     fd_time = best_time(lambda: central_difference_gradient(f, fd_args, 0), lambda: (), 1)
     size = fd_args()[0].size
-    return (name, primal, grad_time, grad_time / primal, fd_time / size, np.max(np.abs(ours_fd - fd)),
+    return (name, primal, grad_time, grad_time / primal, fd_time / size,
+            np.max(np.abs(ours_fd - fd)),
             size, tape_bytes_per_iteration(f, make_args()), first_call, ours)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller sizes (CI)")
-    opts = parser.parse_args()
-    scale = 10 if opts.quick else 1
-    repeat = 3 if opts.quick else 7
+    scale, repeat = sizes_from_command_line(__doc__.splitlines()[0])
     rng = np.random.default_rng(0)
     x_sin = rng.standard_normal(100_000 // scale)
     x_ros = rng.standard_normal(1_000_000 // scale)

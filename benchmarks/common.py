@@ -1,5 +1,6 @@
 """What the benchmark scripts share: the kernels both modes are measured on, and the timer."""
 
+import argparse
 import math
 import time
 
@@ -48,3 +49,13 @@ def best_time(fn, make_args, repeat):
         fn(*args)
         times.append(time.perf_counter() - t)
     return min(times)
+
+
+def sizes_from_command_line(description: str) -> tuple:
+    """(scale, repeat) from the command line: `--quick` divides sizes by 10 and times fewer
+    repetitions (for CI)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (CI)")
+    quick = parser.parse_args().quick
+    return (10, 3) if quick else (1, 7)
+

@@ -17,6 +17,7 @@ from ..ir.cleanup import remove_dead_code
 from ..ir.clone import clone_op
 from ..ir.core import Block, Function
 from ..ir.types import ArrayType
+from .opinfo import is_math_call, writes_no_memory
 
 
 def inline_njit_calls(fn: Function, keep=lambda callee: False, _stack: tuple = ()) -> Function:
@@ -72,7 +73,7 @@ class _Inliner:
         if key is not None and key in available:
             values[op.result] = available[key]  # computed earlier in this block
             return None
-        if key is None and not isinstance(new, _PURE):
+        if key is None and not writes_no_memory(new):
             # it may write memory: reads of array entries must be done again
             for k in [k for k in available if k[0] is ops.GetItem]:
                 del available[k]
@@ -137,10 +138,6 @@ class _Inliner:
 # operands and attributes) reuses its result; a scalar read of an array entry only until
 # something may have written memory.
 
-_PURE = (ops.Constant, ops.BinaryOp, ops.UnaryOp, ops.Cast, ops.GetAttr, ops.TupleGetItem,
-         ops.BuildSlice, ops.BuildTuple, ops.GetItem, ops.Phi, ops.Jump, ops.Branch)
-
-
 def _value_key(op):
     if op.result is None or isinstance(op, (ops.Phi, ops.MatMul)):
         return None
@@ -148,8 +145,7 @@ def _value_key(op):
         if isinstance(op.result.type, ArrayType):
             return None
         return (ops.Constant, repr(op.value), op.result.type)
-    pure_call = isinstance(op, ops.Call) and getattr(op.callee, "__module__", None) == "math" \
-        and not op.kwnames
+    pure_call = is_math_call(op)
     if isinstance(op, ops.GetItem) and isinstance(op.result.type, ArrayType):
         return None  # a view: keep each its own (shadows follow views)
     if not (pure_call or isinstance(op, (ops.BinaryOp, ops.UnaryOp, ops.Cast, ops.GetAttr,

@@ -51,3 +51,20 @@ def hashable(obj) -> bool:
         return True
     except TypeError:
         return False
+
+
+def is_math_call(op: Op) -> bool:
+    """A call of a `math` function by position: pure, scalar in, scalar out."""
+    return isinstance(op, ops.Call) and getattr(op.callee, "__module__", None) == "math" \
+        and not op.kwnames
+
+
+_WRITE_NOTHING = (ops.Constant, ops.BinaryOp, ops.UnaryOp, ops.Cast, ops.Select, ops.GetAttr,
+                  ops.GetItem, ops.TupleGetItem, ops.BuildSlice, ops.BuildTuple, ops.Phi,
+                  ops.Jump, ops.Branch)
+
+
+def writes_no_memory(op: Op) -> bool:
+    """True for ops that cannot change an array's contents (reads stay valid across them)."""
+    return isinstance(op, _WRITE_NOTHING) or is_math_call(op)
+

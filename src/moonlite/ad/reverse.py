@@ -45,7 +45,7 @@ from ..ir.types import ArrayType, TupleType, int64, none
 from ..rules import RuleNotApplicable, lookup_jvp
 from .opinfo import (describe as _describe, hashable as _hashable,
                      keyword_values as _keyword_values, positional as _positional,
-                     primitive as _primitive)
+                     primitive as _primitive, writes_no_memory)
 from .reverse_arrays import CALL_ADJOINTS, METHOD_ADJOINTS, ArrayAdjoints, _name
 from .reverse_loops import find_inductions
 from .reverse_reads import active_operands, reads, rematerializable
@@ -768,11 +768,8 @@ def _earlier_read(op: ops.SetItem) -> Optional[Value]:
         if isinstance(earlier, ops.GetItem) and earlier.value is op.target \
                 and earlier.index is op.index and not isinstance(earlier.result.type, ArrayType):
             return earlier.result
-        if not isinstance(earlier, (ops.BinaryOp, ops.UnaryOp, ops.Cast, ops.Constant,
-                                    ops.GetItem, ops.GetAttr, ops.TupleGetItem, ops.Select)):
-            if not (isinstance(earlier, ops.Call) and getattr(earlier.callee, "__module__",
-                                                              None) == "math"):
-                return None
+        if not writes_no_memory(earlier):
+            return None
     return None
 
 

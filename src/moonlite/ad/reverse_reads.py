@@ -24,7 +24,7 @@ from ..ir import Builder, ops
 from ..ir.core import Argument, Function, Op, Value
 from ..ir.types import ArrayType, FloatType, IntType
 from ..rules import RuleNotApplicable, lookup_jvp
-from .opinfo import (hashable as _hashable, keyword_values as _keyword_values,
+from .opinfo import (hashable as _hashable, is_math_call, keyword_values as _keyword_values,
                      positional as _positional, primitive as _primitive)
 from .readonly import never_written
 
@@ -61,7 +61,8 @@ _STRUCTURAL = {
     ops.BuildTuple: _nothing,
 }
 _CALLS = {np.sum: lambda op: set(_positional(op)[1:]) | set(op.keywords.values()),
-          np.mean: _first, np.copy: _nothing, np.ascontiguousarray: _nothing, np.dot: _both, np.outer: _both,
+          np.mean: _first, np.copy: _nothing, np.ascontiguousarray: _nothing, np.dot: _both,
+          np.outer: _both,
           np.max: _first, np.amax: _first, np.min: _first, np.amin: _first, np.prod: _first,
           np.reshape: _first, np.ravel: _first, np.transpose: _nothing, np.cumsum: _all_arguments,
           np.trace: _nothing, np.linalg.norm: _first}
@@ -167,8 +168,7 @@ def _scalar_float_op(op: Op) -> bool:
         return not isinstance(op, ops.MatMul)
     if isinstance(op, (ops.UnaryOp, ops.Cast, ops.Select)):
         return True
-    return isinstance(op, ops.Call) and getattr(op.callee, "__module__", None) == "math" \
-        and not op.kwnames
+    return is_math_call(op)
 
 
 def _float_or_float_array(t) -> bool:

@@ -12,7 +12,8 @@ list of 1e5 floats costs 46 ms to cross into Python; an array costs nothing), ot
 arrays, of tuples) as `numba.typed.List`s (not reflected lists: numba deprecates those, and
 views stay views of the arrays they were taken from), shadow arrays, and the locals the sweep
 filled. (Turning a tape of index tuples into a 2-D array and back gave a list of 1-D arrays,
-which index by fancy indexing: silently wrong values. Only tapes of numbers become arrays.) Adjoint locals start from zero in the pullback.
+which index by fancy indexing: silently wrong values. Only tapes of numbers become arrays.)
+Adjoint locals start from zero in the pullback.
 """
 
 from __future__ import annotations
