@@ -9,11 +9,13 @@ from .lower import MoonliteDispatcher, lower
 from .api import ArgumentError, build_frule, jacfwd, jvp
 from .api_reverse import build_rrule, grad, jacrev, value_and_grad, vjp
 from .api_higher import hessian, hvp
+from .rules.custom import custom_jvp, custom_vjp, nondifferentiable
 from . import testing  # noqa: E402  (the public rule checker: moonlite.testing.check_jvp)
 
 __version__ = "0.1.0"
 
 __all__ = ["jvp", "jacfwd", "build_frule", "grad", "value_and_grad", "vjp", "jacrev", "hvp", "hessian",
+           "custom_jvp", "custom_vjp", "nondifferentiable",
            "build_rrule", "capture",
            "lower", "MoonliteDispatcher", "verify", "testing", "ir", "MoonliteError",
            "UnsupportedError", "CaptureError", "VerificationError", "LoweringError", "ArgumentError"]

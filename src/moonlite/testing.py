@@ -1,5 +1,11 @@
 """The rule checker (after Mooncake's `test_rule` and JAX's `check_grads`): public API.
 
+`check_rule(f, *args)` runs every check that applies to `f` at `args`: `check_jvp`, then (for a
+float or float-array output) `check_vjp`, then with `second_order=True` (scalar output)
+`check_hvp`. Use it on a kernel that calls a function you gave a custom rule, or on the function
+itself. Each check is described below; a failure raises `AssertionError` naming the check, the
+argument and the size of the error.
+
 `check_vjp(f, *args)` checks reverse mode through `moonlite.vjp` (the forward sweep and the
 pullback as two compiled calls, their state handed over as arrays): the primal output, the
 dot-product identity
@@ -71,6 +77,8 @@ def inner(g, t) -> float:
 
 
 def _shift(a, t, h):
+    if t is None:  # no tangent: the argument stays where it is
+        return a.copy() if isinstance(a, np.ndarray) else a
     kind = _kind(a)
     if kind == "float":
         return type(a)(a + h * t)
@@ -111,15 +119,16 @@ def _check_primal(f, args, out) -> None:
                              f"the function {expected!r}")
 
 
-def _check_against(ad: np.ndarray, estimates: list, rtol: float, atol: float, what: str) -> None:
+def _check_against(ad: np.ndarray, estimates: list, rtol: float, atol: float, what: str,
+                   kind: str = "central finite differences", steps=STEP_SIZES) -> None:
     ad = np.asarray(ad, dtype=float)
     errors = [np.max(np.abs(ad - e), initial=0.0) for e in estimates]
     best = int(np.argmin(errors))
     scale = np.max(np.abs(ad), initial=0.0)
     if not errors[best] <= atol + rtol * scale:
         raise AssertionError(
-            f"forward derivative of the {what} disagrees with central finite differences: "
-            f"max abs error {errors[best]:.3e} at the best step size {STEP_SIZES[best]:g} "
+            f"the derivative of the {what} disagrees with {kind}: "
+            f"max abs error {errors[best]:.3e} at the best step size {steps[best]:g} "
             f"(tolerance {atol + rtol * scale:.3e});\n  moonlite: {ad}\n  finite differences: "
             f"{estimates[best]}")
 
@@ -142,23 +151,104 @@ def check_vjp(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,
     for i, (before, after) in enumerate(zip(args, ours)):
         if isinstance(before, np.ndarray) and not np.array_equal(before, after):
             raise AssertionError(f"argument {i} was not restored by the pullback: it holds "
-                                 f"{after} instead of {before}")
+                                 f"{after} instead of {before} (max difference "
+                                 f"{np.max(np.abs(after - before)):.3e})")
     tangents = [zero_tangent_like(a) if i in fixed else _random_tangent(a, rng)
                 for i, a in enumerate(args)]
     lhs = sum(inner(g, t) for g, t in zip(grads, tangents))
+    estimates = _dout_differences(f, args, tangents, dout)
+    if not _identity_holds(lhs, estimates, rtol, atol):
+        culprits = [i for i in range(len(args)) if i not in fixed and not _identity_holds(
+            inner(grads[i], tangents[i]), _dout_differences(f, args, _only(tangents, i), dout),
+            rtol, atol)]
+        errors = [abs(lhs - e) for e in estimates]
+        best = int(np.argmin(errors))
+        raise AssertionError(
+            f"reverse derivative fails the dot-product identity: <grads, t> = {lhs!r}, "
+            f"<dout, finite differences> = {estimates[best]!r} at the best step size "
+            f"{STEP_SIZES[best]:g} (error {errors[best]:.3e}); the gradient of argument(s) "
+            f"{culprits} is wrong")
+
+
+def _identity_holds(lhs: float, estimates: list, rtol: float, atol: float) -> bool:
+    return min(abs(lhs - e) for e in estimates) <= atol + rtol * max(abs(lhs), 1.0)
+
+
+def _only(tangents, i: int) -> list:
+    """The tangents with every argument but i left unperturbed."""
+    return [t if k == i else None for k, t in enumerate(tangents)]
+
+
+def _dout_differences(f, args, tangents, dout) -> list:
+    """<dout, (f(x + h t) - f(x - h t)) / 2h> for each step size h."""
     estimates = []
     for h in STEP_SIZES:
         plus = f(*[_shift(a, t, h) for a, t in zip(args, tangents)])
         minus = f(*[_shift(a, t, -h) for a, t in zip(args, tangents)])
         diff = (np.asarray(plus, dtype=float) - np.asarray(minus, dtype=float)) / (2 * h)
         estimates.append(float(np.sum(np.asarray(dout, dtype=float) * diff)))
-    errors = [abs(lhs - e) for e in estimates]
-    best = int(np.argmin(errors))
-    if not errors[best] <= atol + rtol * max(abs(lhs), 1.0):
-        raise AssertionError(
-            f"reverse derivative fails the dot-product identity: <grads, t> = {lhs!r}, "
-            f"<dout, finite differences> = {estimates[best]!r} at the best step size "
-            f"{STEP_SIZES[best]:g} (error {errors[best]:.3e})")
+    return estimates
+
+
+def check_rule(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,
+               fixed: tuple = (), second_order: bool = False) -> None:
+    """Every check that applies to `f` at `args` (see the module docstring). Arguments whose
+    index is in `fixed` are not perturbed."""
+    rng = np.random.default_rng(seed)
+    tangents = tuple(zero_tangent_like(a) if i in fixed else _random_tangent(a, rng)
+                     for i, a in enumerate(args))
+    _checking("forward mode (check_jvp)", check_jvp, f, *args, rtol=max(rtol, 1e-5),
+              atol=max(atol, 1e-7), seed=seed, tangents=tangents)
+    expected = f(*_copy(args))
+    if _kind(expected) in ("float", "array"):
+        _checking("reverse mode (check_vjp)", check_vjp, f, *args, rtol=rtol, atol=atol,
+                  seed=seed, fixed=fixed)
+    if second_order:
+        _checking("second order (check_hvp)", check_hvp, f, *args, rtol=max(rtol, 1e-5),
+                  seed=seed, fixed=fixed)
+
+
+def _checking(what: str, check, *args, **kwargs) -> None:
+    try:
+        check(*args, **kwargs)
+    except AssertionError as exc:
+        raise AssertionError(f"{what} failed: {exc}") from None
+
+
+def check_hvp(f, *args, rtol: float = 1e-5, atol: float = 1e-7, seed: int = 0,
+              fixed: tuple = ()) -> None:
+    """Check moonlite's Hessian-vector product of scalar-valued `f` at `args` against central
+    finite differences of moonlite's gradient (itself checked by `check_vjp`), per argument,
+    along a random direction; also <w, H v> = <v, H w> (symmetry)."""
+    from .api_higher import hvp
+    from .api_reverse import grad
+    rng = np.random.default_rng(seed)
+    active = [i for i, a in enumerate(args) if i not in fixed and _kind(a) in ("float", "array")]
+    if not active:
+        raise AssertionError("check_hvp needs a float or float-array argument to differentiate")
+    v = tuple(_random_tangent(a, rng) if i in active else zero_tangent_like(a)
+              for i, a in enumerate(args))
+    w = tuple(_random_tangent(a, rng) if i in active else zero_tangent_like(a)
+              for i, a in enumerate(args))
+    hv = hvp(f, _copy(args), v)
+    g = grad(f, argnums=tuple(active))
+    for i in active:
+        estimates = []
+        for h in STEP_SIZES[:7]:
+            plus = g(*[_shift(a, t, h) for a, t in zip(args, v)])
+            minus = g(*[_shift(a, t, -h) for a, t in zip(args, v)])
+            k = active.index(i)
+            estimates.append(np.ravel((np.asarray(plus[k], dtype=float)
+                                       - np.asarray(minus[k], dtype=float)) / (2 * h)))
+        _check_against(np.ravel(np.asarray(hv[i], dtype=float)), estimates, rtol, atol,
+                       f"Hessian-vector product in argument {i}", kind="finite differences "
+                       "of moonlite's gradient", steps=STEP_SIZES[:7])
+    hw = hvp(f, _copy(args), w)
+    lhs = sum(inner(hv[i], w[i]) for i in active)
+    rhs = sum(inner(hw[i], v[i]) for i in active)
+    if not abs(lhs - rhs) <= atol + rtol * max(abs(lhs), abs(rhs), 1.0):
+        raise AssertionError(f"the Hessian is not symmetric: <w, H v> = {lhs!r} but "
+                             f"<v, H w> = {rhs!r} (difference {abs(lhs - rhs):.3e})")
 
 
 def finite_difference_hessian(f, x, *rest, h: float = 1e-4) -> np.ndarray:

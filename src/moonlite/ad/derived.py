@@ -38,7 +38,7 @@ def derived_forward_rule(f, argtypes: tuple, width: int = 1, active=None):
                 hint="rewrite the recursion as a loop, or write a custom rule for the function")
         _in_progress.add(key)
         try:
-            primal = capture_types(f, tuple(argtypes))
+            primal = primal_ir(f, argtypes, forward=True)
             rule = lower(verify(forward_transform(primal, width, active)))
         finally:
             _in_progress.discard(key)
@@ -55,7 +55,7 @@ def derived_reverse_rule(f, argtypes: tuple):
     with _lock:
         rule = _cache.get(key)
         if rule is None:
-            flat = inline_njit_calls(capture_types(f, tuple(argtypes)))
+            flat = inline_njit_calls(primal_ir(f, argtypes))
             rule = _cache[key] = lower(verify(reverse_transform(verify(flat))))
         return rule
 
@@ -86,7 +86,7 @@ def derived_reverse_split(f, argtypes: tuple) -> tuple:
     with _lock:
         pair = _cache.get(key)
         if pair is None:
-            flat = inline_njit_calls(capture_types(f, tuple(argtypes)))
+            flat = inline_njit_calls(primal_ir(f, argtypes))
             sweep, pullback = reverse_transform_split(verify(flat))
             pair = _cache[key] = (lower(verify(sweep)), lower(verify(pullback)))
         return pair
@@ -94,6 +94,44 @@ def derived_reverse_split(f, argtypes: tuple) -> tuple:
 
 def cached_rule_count() -> int:
     return len(_cache)
+
+
+def clear_cache() -> None:
+    """Forget every derived rule (a custom rule registered later may change them)."""
+    with _lock:
+        _cache.clear()
+
+
+def primal_ir(f, argtypes: tuple, forward: bool = False):
+    """The IR AD passes start from: `f`'s captured body, or, if the user gave `f` a rule for
+    this mode, a function whose body is one call of `f` (so the rule applies, and `f`'s body,
+    which may use constructs moonlite cannot differentiate, is never captured). Forward mode
+    has no use for a VJP rule: it derives the body of a function that has only one."""
+    from ..rules.custom import lookup_custom
+    custom = lookup_custom(f)
+    if custom is None or (forward and custom.jvp is None and not custom.nondifferentiable):
+        return capture_types(f, tuple(argtypes))
+    return _call_through(f, tuple(argtypes))
+
+
+def _call_through(f, argtypes: tuple):
+    from ..errors import CaptureError
+    from ..ir import Builder
+    from ..ir.types import from_numba
+    from ..ir.typing import TypingFailure, call_result_type
+    types = [from_numba(t) for t in argtypes]
+    try:
+        result = call_result_type(f, types)
+    except TypingFailure as exc:
+        raise CaptureError(f"numba could not compile {_name(f)}"
+                           f"({', '.join(map(str, argtypes))}): {exc}") from None
+    py = getattr(f, "py_func", f)
+    b = Builder.new_function(_name(f), types, list(py.__code__.co_varnames[:len(types)])
+                             if hasattr(py, "__code__") else [f"a{i}" for i in range(len(types))],
+                             result, py_func=py)
+    b.position_at_end(b.new_block("entry"))
+    b.ret(b.call(f, list(b.function.args), type=result))
+    return b.function
 
 
 def _name(f) -> str:

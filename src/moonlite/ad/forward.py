@@ -38,10 +38,11 @@ from ..ir.clone import clone_op
 from ..ir.core import Function, Op, Value
 from ..ir.types import ArrayType, ComplexType, FloatType, TupleType, none
 from ..rules import RuleNotApplicable, lookup_jvp
+from ..rules.custom import call_jvp, lookup_custom
 from .opinfo import (describe as _describe, keyword_values as _keyword_values,
                      positional as _positional, primitive as _primitive)
 from .readonly import never_written
-from .tangents import ZERO, is_differentiable, materialize, tangent_type
+from .tangents import ZERO, coerce_tangent, is_differentiable, materialize, tangent_type
 
 # Calls that write into an array argument: differentiating them needs a rule that does the
 # same to the tangent, never the default "result carries no tangent" shortcut.
@@ -188,7 +189,11 @@ class _ForwardPass:
         self.clone(op)
 
     def on_primitive(self, op: Op) -> None:
-        # A registered rule wins; an njit callee without one gets a derived rule.
+        # A user's JVP rule wins, then a registered rule; an njit callee without one gets a
+        # derived rule.
+        custom = lookup_custom(op.callee) if isinstance(op, ops.Call) else None
+        if custom is not None and custom.jvp is not None and self._carries_tangent(op):
+            return self.on_custom_jvp(op, custom)
         if isinstance(op, ops.Call) and nb.is_njit_dispatcher(op.callee) \
                 and lookup_jvp(op.callee) is None:
             return self.on_njit_call(op)
@@ -207,6 +212,53 @@ class _ForwardPass:
         if result is not None and is_differentiable(result.type):
             self.set_tangents(result, [self._as_result_tangent(result, t) for t in out])
 
+    def _carries_tangent(self, op: Op) -> bool:
+        return any(self.tangent(v, j) not in (None, ZERO) for v in _positional(op)
+                   for j in range(self.width))
+
+    def on_custom_jvp(self, op: ops.Call, custom) -> None:
+        """`custom.jvp((primals...), (tangents...)) -> (out, dout)`, once per direction; the
+        primal result is the first call's `out`."""
+        if op.kwnames:
+            raise self.unsupported(op, f"a keyword-argument call of {_describe(op)}, which has a "
+                                   "custom rule", "pass the arguments by position")
+        args = op.positional
+        primals = [self.values[a] for a in args]
+        douts = []
+        for j in range(self.width):
+            tangents = [self.real_tangent(a, j) if self.tangent(a, j) is not None
+                        else self.b.const(None, none) for a in args]
+            try:
+                pair = call_jvp(self.b, custom, primals, tangents)
+            except RuleNotApplicable as exc:
+                raise self.unsupported(op, f"differentiating {_describe(op)}: {exc}",
+                                       "fix the custom JVP rule") from None
+            if j == 0:
+                self.values[op.result] = self._checked_jvp_output(op, custom, pair)
+            douts.append(self.b.tuple_getitem(pair, 1))
+        result = op.result
+        if is_differentiable(result.type):
+            self.set_tangents(result, [self._checked_jvp_tangent(op, custom, d) for d in douts])
+
+    def _checked_jvp_output(self, op: ops.Call, custom, pair: Value) -> Value:
+        out = self.b.tuple_getitem(pair, 0)
+        if out.type != op.result.type:
+            if isinstance(out.type, FloatType) and isinstance(op.result.type, FloatType):
+                return self.b.cast(out, op.result.type)
+            raise self.unsupported(op, f"the JVP rule of {custom.name}: its output has type "
+                                   f"{out.type}, the function's has {op.result.type}",
+                                   "return (out, dout) with out computed as the function does")
+        return out
+
+    def _checked_jvp_tangent(self, op: ops.Call, custom, dout: Value) -> Value:
+        want = tangent_type(op.result.type)
+        coerced = coerce_tangent(self.b, want, dout)
+        if coerced is None:
+            raise self.unsupported(op, f"the JVP rule of {custom.name}: its tangent has type "
+                                   f"{dout.type}, a tangent of the output needs {want}",
+                                   "return a tangent shaped like the output")
+        return coerced
+
     def _rule_inputs(self, op: Op, j: int) -> tuple:
         return tuple(self.rule_tangent(v, j) for v in _positional(op))
 
@@ -214,8 +266,9 @@ class _ForwardPass:
         rule = lookup_jvp(_primitive(op))
         if rule is None:
             raise self.unsupported(op, f"differentiating {_describe(op)}: no forward rule is "
-                                   "registered", "write a custom rule (moonlite.rules.defjvp), "
-                                   "or mark the function non-differentiable")
+                                   "registered", "write a custom rule (moonlite.custom_jvp), "
+                                   "or mark the function non-differentiable "
+                                   "(moonlite.nondifferentiable)")
         return rule
 
     def _apply(self, rule, op: Op, new: Op, tangents: tuple):

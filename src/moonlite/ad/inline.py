@@ -17,6 +17,7 @@ from ..ir.cleanup import remove_dead_code
 from ..ir.clone import clone_op
 from ..ir.core import Block, Function
 from ..ir.types import ArrayType
+from ..rules.custom import lookup_custom
 from .opinfo import is_math_call, writes_no_memory
 
 
@@ -83,8 +84,10 @@ class _Inliner:
         return new
 
     def _inlinable(self, op) -> bool:
+        # a function with a user's rule is called, never inlined: the rule applies to the call
         return (isinstance(op, ops.Call) and nb.is_njit_dispatcher(op.callee)
-                and not op.kwnames and not self.keep(op.callee))
+                and not op.kwnames and not self.keep(op.callee)
+                and lookup_custom(op.callee) is None)
 
     def _inline(self, call: ops.Call) -> None:
         argtypes = tuple(a.type.to_numba() for a in call.operands)

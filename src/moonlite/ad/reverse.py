@@ -41,12 +41,15 @@ from ..ir.cfg import natural_loops, predecessors
 from ..ir.cleanup import remove_dead_code
 from ..ir.clone import clone_op
 from ..ir.core import Argument, Block, Function, Op, Value
-from ..ir.types import ArrayType, TupleType, int64, none
+from ..ir.types import ArrayType, BoolType, TupleType, int64, none
 from ..rules import RuleNotApplicable, lookup_jvp
+from ..rules.custom import lookup_custom
 from .opinfo import (describe as _describe, hashable as _hashable,
                      keyword_values as _keyword_values, positional as _positional,
                      primitive as _primitive, writes_no_memory)
 from .reverse_arrays import CALL_ADJOINTS, METHOD_ADJOINTS, ArrayAdjoints, _name
+from .reverse_custom import CustomRuleAdjoints
+from .reverse_helpers import masked_add, scatter_add
 from .reverse_loops import find_inductions
 from .reverse_reads import active_operands, reads, rematerializable
 from .reverse_split import split_rule
@@ -69,7 +72,7 @@ def reverse_transform_split(fn: Function) -> tuple:
                       len(fn.args))
 
 
-class _ReversePass(ArrayAdjoints):
+class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
     def __init__(self, fn: Function):
         self.fn = fn
         out = fn.return_type
@@ -597,19 +600,20 @@ class _ReversePass(ArrayAdjoints):
         if not (_is_float(result.type) or _is_float_array(result.type)):
             raise self.unsupported(op, f"the operation {op.mnemonic()!r} producing "
                                    f"{result.type} in reverse mode", "report this construct")
-        if _mentions_array(op) and not _elementwise(op):
-            raise self.unsupported(op, f"differentiating {_describe(op)} in reverse mode: no "
-                                   "reverse rule is registered", "write a custom rule, or mark "
-                                   "the function non-differentiable")
-        rule = lookup_jvp(_primitive(op))
         operands = _positional(op)
         active = active_operands(op)
         if not active:
-            return
+            return  # constant operands only (np.arange(3.0), ...): nothing flows back
+        if _mentions_array(op) and not _elementwise(op):
+            raise self.unsupported(op, f"differentiating {_describe(op)} in reverse mode: no "
+                                   "reverse rule is registered", "write a custom rule "
+                                   "(moonlite.custom_vjp), or mark the function "
+                                   "non-differentiable (moonlite.nondifferentiable)")
+        rule = lookup_jvp(_primitive(op))
         if rule is None:
             raise self.unsupported(op, f"differentiating {_describe(op)}: no rule is registered",
-                                   "write a custom rule (moonlite.rules.defjvp), or mark the "
-                                   "function non-differentiable")
+                                   "write a custom rule (moonlite.custom_vjp), or mark the "
+                                   "function non-differentiable (moonlite.nondifferentiable)")
         adjoint = self._result_adjoint(result)
         if adjoint is None:
             return
@@ -655,6 +659,8 @@ class _ReversePass(ArrayAdjoints):
         return contribution
 
     def rv_getitem(self, op: ops.GetItem) -> None:
+        if isinstance(op.result.type, ArrayType) and _advanced_index(op):
+            return self._rv_gather(op)
         if not _is_float(op.result.type):
             return  # an array result is a view: its shadow is a view of the source's shadow
         shadow = self.shadow(op.value)
@@ -663,6 +669,19 @@ class _ReversePass(ArrayAdjoints):
         adjoint = self.take_adjoint(op.result)
         index = self.recall(op.index)
         self.b.setitem(shadow, index, self.b.add(self.b.getitem(shadow, index), adjoint))
+
+    def _rv_gather(self, op: ops.GetItem) -> None:
+        """y = x[idx] or x[mask] (a copy): x's shadow at idx += y's shadow (repeats add up)."""
+        shadow, result_shadow = self.shadow(op.value), self.shadow(op.result)
+        index_type = op.index.type
+        if shadow is None or result_shadow is None:
+            return
+        if not (isinstance(index_type, ArrayType) and index_type.ndim == 1):
+            raise self.unsupported(op, f"indexing with {index_type} (an index array of several "
+                                   "dimensions, or several index arrays) in reverse mode",
+                                   "index with one 1-D array of ints or bools")
+        helper = masked_add if isinstance(index_type.dtype, BoolType) else scatter_add
+        self.b.call(helper, [shadow, self.recall(op.index), result_shadow], type=none)
 
     def rv_setitem(self, op: ops.SetItem) -> None:
         target, index = self.recall(op.target), self.recall(op.index)
@@ -707,6 +726,9 @@ class _ReversePass(ArrayAdjoints):
         self.release(op, key=("saved", op))
 
     def rv_call(self, op: ops.Call) -> None:
+        custom = lookup_custom(op.callee)
+        if custom is not None and self.rv_custom(op, custom):
+            return None
         handler = CALL_ADJOINTS.get(op.callee) if _hashable(op.callee) else None
         if handler is not None:
             return handler(self, op)
@@ -775,7 +797,8 @@ def _earlier_read(op: ops.SetItem) -> Optional[Value]:
 
 def _view_source(op: Op) -> Optional[Value]:
     if isinstance(op, ops.GetItem) and isinstance(op.result.type, ArrayType):
-        return op.value
+        # an index array (x[idx], x[mask]) copies: the result gets its own shadow
+        return None if _advanced_index(op) else op.value
     if isinstance(op, ops.GetAttr) and op.name == "T":
         return op.value
     if isinstance(op, ops.MethodCall) and op.method == "transpose":
@@ -783,6 +806,12 @@ def _view_source(op: Op) -> Optional[Value]:
     # reshape/ravel may copy (a non-contiguous input): their results get their own shadows,
     # sent back to the input by rv_reshape
     return None
+
+
+def _advanced_index(op: ops.GetItem) -> bool:
+    t = op.index.type
+    items = t.elements if isinstance(t, TupleType) else (t,)
+    return any(isinstance(item, ArrayType) for item in items)
 
 
 def _elementwise(op: Op) -> bool:
@@ -828,6 +857,7 @@ FORWARD_HANDLERS = {
     ops.SetItem: _ReversePass.fw_setitem,
     ops.InplaceBinary: _ReversePass.fw_inplace,
     ops.Return: _ReversePass.fw_return,
+    ops.Call: _ReversePass.fw_call,
     ops.BuildTuple: _ReversePass.fw_build_tuple,
 }
 

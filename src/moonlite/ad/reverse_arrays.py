@@ -16,7 +16,8 @@ from ..ir.core import Op, Value
 from ..ir.types import int64, none
 from .opinfo import describe as _describe, keyword_values as _keyword_values, positional as \
     _positional
-from .reverse_helpers import (add_cumsum_adjoint, add_to_diagonal, one_at_argmax, one_at_argmin,
+from .reverse_helpers import (add_along_diagonal, add_concatenated_piece, add_cumsum_adjoint,
+                              add_stacked_piece, add_to_diagonal, one_at_argmax, one_at_argmin,
                               product_of_others)
 from .reverse_types import has_adjoint as _has_adjoint
 
@@ -128,6 +129,57 @@ class ArrayAdjoints:
         norm = self.b.call(np.linalg.norm, [x])
         self._send(operand, self.b.mul(x, self.b.div(adjoint, norm)))
 
+    def rv_self_adjoint(self, op: Op) -> None:
+        """np.tril, np.triu, and np.diag of a vector: the adjoint of x -> f(x, k) is
+        g -> f(g, k) (a triangle mask is a projection; diag(v, k) places v on diagonal k and
+        diag(G, k) reads it back)."""
+        shadow_out = self.shadow(op.result)
+        if shadow_out is None:
+            return
+        operand, rest = _positional(op)[0], [self.recall(v) for v in _positional(op)[1:]]
+        if op.callee is np.diag and operand.type.ndim == 2:  # diag of a matrix: a vector
+            shadow = self.shadow(operand)
+            if shadow is not None:
+                k = rest[0] if rest else self.b.const(0, int64)
+                self.b.call(add_along_diagonal, [shadow, shadow_out, k], type=none)
+            return
+        self._send(operand, self.b.call(op.callee, [shadow_out, *rest]))
+
+    def rv_join(self, op: Op) -> None:
+        """np.concatenate, np.stack, np.vstack, np.hstack of a tuple built in the kernel: each
+        piece's shadow gets its part of the result's shadow."""
+        g = self.shadow(op.result)
+        pieces = _positional(op)[0]
+        builder = getattr(pieces, "op", None)
+        if g is None:
+            return
+        if not isinstance(builder, ops.BuildTuple):
+            raise self.unsupported(op, f"{_describe(op)} of a tuple not built in the kernel, in "
+                                   "reverse mode", "pass the arrays as a tuple literal: "
+                                   "np.concatenate((a, b))")
+        stacked, axis = _join_kind(op, pieces.type.elements[0].ndim)
+        if axis is None:
+            raise self.unsupported(op, f"{_describe(op)} along an axis computed at run time, in "
+                                   "reverse mode", "write the axis as a constant")
+        if stacked and axis not in (0, 1, -1):
+            raise self.unsupported(op, f"{_describe(op)} along axis {axis} in reverse mode",
+                                   "stack along axis 0 or 1, or transpose afterwards")
+        ndim = g.type.ndim
+        axis_value = self.b.const(axis % ndim, int64)
+        start = self.b.const(0, int64)
+        for k, item in enumerate(builder.items):
+            shadow = self.shadow(item) if _has_adjoint(item.type) else None
+            if stacked:
+                if shadow is not None:
+                    self.b.call(add_stacked_piece, [shadow, g, self.b.const(k, int64),
+                                                    axis_value], type=none)
+                continue
+            if shadow is not None:
+                self.b.call(add_concatenated_piece, [shadow, g, start, axis_value], type=none)
+            length = self.b.getitem(self.b.getattr(self.recall(item), "shape"), axis_value,
+                                    type=int64) if k + 1 < len(builder.items) else None
+            start = self.b.add(start, length) if length is not None else start
+
     def rv_copy(self, op: Op) -> None:
         result_shadow = self.shadow(op.result)
         self._send(_positional(op)[0], result_shadow)
@@ -176,7 +228,10 @@ CALL_ADJOINTS = {np.sum: ArrayAdjoints.rv_sum, np.mean: ArrayAdjoints.rv_mean,
                  np.prod: ArrayAdjoints.rv_prod, np.reshape: ArrayAdjoints.rv_reshape,
                  np.ravel: ArrayAdjoints.rv_reshape, np.transpose: ArrayAdjoints.rv_reshape,
                  np.cumsum: ArrayAdjoints.rv_cumsum, np.outer: ArrayAdjoints.rv_outer,
-                 np.trace: ArrayAdjoints.rv_trace, np.linalg.norm: ArrayAdjoints.rv_norm,
+                 np.trace: ArrayAdjoints.rv_trace, np.concatenate: ArrayAdjoints.rv_join,
+                 np.stack: ArrayAdjoints.rv_join, np.vstack: ArrayAdjoints.rv_join,
+                 np.hstack: ArrayAdjoints.rv_join, np.diag: ArrayAdjoints.rv_self_adjoint,
+                 np.tril: ArrayAdjoints.rv_self_adjoint, np.triu: ArrayAdjoints.rv_self_adjoint, np.linalg.norm: ArrayAdjoints.rv_norm,
                  len: ArrayAdjoints.rv_nothing,
                  # piecewise-constant functions: nothing flows back
                  np.round: ArrayAdjoints.rv_nothing, np.around: ArrayAdjoints.rv_nothing,
@@ -186,6 +241,27 @@ METHOD_ADJOINTS = {"sum": ArrayAdjoints.rv_sum, "mean": ArrayAdjoints.rv_mean,
                    "max": ArrayAdjoints.rv_extremum, "min": ArrayAdjoints.rv_extremum,
                    "prod": ArrayAdjoints.rv_prod, "reshape": ArrayAdjoints.rv_reshape,
                    "ravel": ArrayAdjoints.rv_reshape, "cumsum": ArrayAdjoints.rv_cumsum}
+
+
+def _join_kind(op: Op, piece_ndim: int) -> tuple:
+    """(stacked, axis) of a join: stack adds an axis, concatenate extends one."""
+    fn = op.callee
+    if fn is np.vstack:
+        return (piece_ndim == 1, 0)
+    if fn is np.hstack:
+        return (False, 0 if piece_ndim == 1 else 1)
+    axis = _constant_axis(op)
+    return (fn is np.stack, axis)
+
+
+def _constant_axis(op: Op):
+    values = list(_keyword_values(op)) + list(_positional(op)[1:])
+    if not values:
+        return 0
+    const = getattr(values[0], "op", None)
+    if not isinstance(const, ops.Constant):
+        return None  # not known when the rule is built: refused by the caller
+    return int(const.value)
 
 
 def _name(op: Op) -> str:

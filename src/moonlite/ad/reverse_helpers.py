@@ -50,6 +50,66 @@ def add_to_diagonal(gx, adjoint):
     return None
 
 
+@numba.njit
+def add_along_diagonal(gx, g, k):
+    """gx's diagonal k += g: the adjoint of np.diag(x, k) for a matrix x (any shape)."""
+    for i in range(g.shape[0]):
+        if k >= 0:
+            gx[i, i + k] += g[i]
+        else:
+            gx[i - k, i] += g[i]
+    return None
+
+
+@numba.njit
+def add_cotangent(shadow, g):
+    """shadow += g after checking the shapes agree: a custom rule's cotangent is the user's,
+    and numba's `a += b` does not check that b's shape fits a's (it reads past b's end)."""
+    # first and last extents and the size pin the shape down for up to 3 dimensions (written
+    # without comparing shape tuples, which moonlite does not differentiate through)
+    if shadow.size != g.size or (shadow.ndim > 0 and (shadow.shape[0] != g.shape[0]
+                                                      or shadow.shape[-1] != g.shape[-1])):
+        raise ValueError("a custom VJP rule returned a cotangent whose shape differs from "
+                         "its argument's")
+    shadow += g
+    return None
+
+
+@numba.njit
+def scatter_add(shadow, index, g):
+    """The adjoint of y = x[index] for a 1-D array of ints: repeats add up."""
+    for k in range(index.shape[0]):
+        shadow[index[k]] += g[k]
+    return None
+
+
+@numba.njit
+def masked_add(shadow, mask, g):
+    """The adjoint of y = x[mask] for a 1-D array of bools."""
+    k = 0
+    for i in range(mask.shape[0]):
+        if mask[i]:
+            shadow[i] += g[k]
+            k += 1
+    return None
+
+
+@numba.njit
+def add_concatenated_piece(shadow, g, start, axis):
+    """shadow += the piece of g that concatenate took from shadow's array, starting at `start`
+    along `axis` (the adjoint of np.concatenate is a split)."""
+    n = shadow.shape[axis]
+    shadow += np.swapaxes(np.swapaxes(g, 0, axis)[start:start + n], 0, axis)
+    return None
+
+
+@numba.njit
+def add_stacked_piece(shadow, g, k, axis):
+    """shadow += entry k of g along the new `axis` (0 or 1) np.stack made."""
+    shadow += np.swapaxes(g, 0, axis)[k]
+    return None
+
+
 # --- tapes crossing between the sweep and the pullback of a vjp (reverse_split.py) ------------
 
 @numba.njit

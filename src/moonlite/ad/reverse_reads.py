@@ -24,6 +24,7 @@ from ..ir import Builder, ops
 from ..ir.core import Argument, Function, Op, Value
 from ..ir.types import ArrayType, FloatType, IntType
 from ..rules import RuleNotApplicable, lookup_jvp
+from ..rules.custom import lookup_custom
 from .opinfo import (hashable as _hashable, is_math_call, keyword_values as _keyword_values,
                      positional as _positional, primitive as _primitive)
 from .readonly import never_written
@@ -60,12 +61,21 @@ _STRUCTURAL = {
     ops.TupleGetItem: _nothing,
     ops.BuildTuple: _nothing,
 }
-_CALLS = {np.sum: lambda op: set(_positional(op)[1:]) | set(op.keywords.values()),
+def _join_reads(op):
+    """A join's pullback reads the pieces (their lengths along the axis)."""
+    builder = getattr(_positional(op)[0], "op", None)
+    return set(builder.items) if isinstance(builder, ops.BuildTuple) else {_positional(op)[0]}
+
+
+_CALLS = {np.concatenate: _join_reads, np.stack: _join_reads, np.vstack: _join_reads,
+          np.hstack: _join_reads,np.sum: lambda op: set(_positional(op)[1:]) | set(op.keywords.values()),
           np.mean: _first, np.copy: _nothing, np.ascontiguousarray: _nothing, np.dot: _both,
           np.outer: _both,
           np.max: _first, np.amax: _first, np.min: _first, np.amin: _first, np.prod: _first,
           np.reshape: _first, np.ravel: _first, np.transpose: _nothing, np.cumsum: _all_arguments,
-          np.trace: _nothing, np.linalg.norm: _first}
+          np.trace: _nothing, np.linalg.norm: _first,
+          np.diag: lambda op: set(_positional(op)[1:]), np.tril: lambda op: set(_positional(op)[1:]),
+          np.triu: lambda op: set(_positional(op)[1:])}
 _METHODS = {"sum": lambda op: set(_positional(op)[1:]) | set(op.keywords.values()),
             "mean": _first, "copy": _nothing, "dot": _both, "max": _first, "min": _first,
             "prod": _first, "reshape": _first, "ravel": _first, "cumsum": _all_arguments,
@@ -74,6 +84,9 @@ _METHODS = {"sum": lambda op: set(_positional(op)[1:]) | set(op.keywords.values(
 
 def reads(op: Op) -> set:
     """The operands of `op` its adjoint reads (a superset when unsure)."""
+    custom = lookup_custom(op.callee) if isinstance(op, ops.Call) else None
+    if custom is not None and (custom.nondifferentiable or custom.fwd is not None):
+        return set()  # nothing flows back, or the pullback reads the residuals of `fwd` only
     if type(op) in _STRUCTURAL:
         return _STRUCTURAL[type(op)](op)
     if isinstance(op, ops.Call) and _hashable(op.callee) and op.callee in _CALLS:

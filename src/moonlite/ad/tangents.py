@@ -20,7 +20,7 @@ import numpy as np
 
 from ..ir.builder import Builder
 from ..ir.core import Value
-from ..ir.types import ArrayType, FloatType, TupleType, Type, none
+from ..ir.types import ArrayType, FloatType, IntType, TupleType, Type, none
 
 
 class _Zero:
@@ -75,3 +75,34 @@ def zero_tangent(b: Builder, primal: Value) -> Value:
         else:
             items.append(zero_tangent(b, b.tuple_getitem(primal, k)))
     return b.build_tuple(items)
+
+
+def coerce_tangent(b: Builder, want: Type, value: Value) -> Optional[Value]:
+    """`value` (a tangent a user's rule returned) as a value of the tangent type `want`: floats
+    cast, arrays of the right rank and dtype made C- or Fortran-ordered as `want` says, tuples
+    entry by entry; None if it cannot be one (wrong rank, dtype or structure)."""
+    got = value.type
+    if got == want:
+        return value
+    if isinstance(want, FloatType) and isinstance(got, (FloatType, IntType)):
+        return b.cast(value, want)
+    if isinstance(want, ArrayType) and isinstance(got, ArrayType):
+        if got.ndim != want.ndim or got.dtype != want.dtype:
+            return None
+        if want.layout == "C":
+            return b.call(np.ascontiguousarray, [value], type=want)
+        if want.layout == "F":
+            return b.call(np.asfortranarray, [value], type=want)
+        return None
+    if isinstance(want, TupleType) and isinstance(got, TupleType) \
+            and len(want.elements) == len(got.elements):
+        items = []
+        for k, w in enumerate(want.elements):
+            item = b.tuple_getitem(value, k)
+            items.append(b.const(None, none) if w == none else coerce_tangent(b, w, item))
+            if items[-1] is None:
+                return None
+        return b.build_tuple(items)
+    if want == none:
+        return b.const(None, none)
+    return None

@@ -26,6 +26,7 @@ import numpy as np
 from ..ir import ops
 from ..ir.types import ArrayType, NoneType, float64
 from . import Attribute, Method, RuleNotApplicable, defjvp, defrule, defzero
+from .custom import nondifferentiable
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -237,7 +238,8 @@ def linear_attribute(name: str) -> Callable:
 
 
 for _fn in (np.sum, np.mean, np.transpose, np.copy, np.ravel, np.reshape, np.cumsum, np.trace,
-            np.ascontiguousarray):
+            np.ascontiguousarray, np.diag, np.tril, np.triu, np.concatenate, np.stack, np.vstack,
+            np.hstack):
     defrule(_fn, linear_call(_fn))
 for _name in ("sum", "mean", "copy", "ravel", "reshape", "transpose", "cumsum"):
     defrule(Method(_name), linear_method(_name))
@@ -325,6 +327,21 @@ def _positional_only(kwargs, primals, arity: int) -> None:
                                 "rule")
     if len(primals) != arity:
         raise RuleNotApplicable(f"the rule expects {arity} argument(s), got {len(primals)}")
+
+
+# --- random numbers: constants as far as derivatives go -------------------------------------
+
+for _name in ("random", "rand", "randn", "normal", "uniform", "standard_normal", "exponential",
+              "standard_exponential", "gamma", "beta", "lognormal", "laplace", "logistic",
+              "gumbel", "standard_cauchy", "triangular", "chisquare", "weibull", "rayleigh",
+              "pareto"):
+    nondifferentiable(getattr(np.random, _name))
+
+
+@numba.njit(cache=False)
+def _seeded_normal(mean):
+    np.random.seed(0)  # the same numbers at every evaluation, for finite differences
+    return np.random.normal(mean, 1.0, (3, 4))
 
 
 # --- test cases --------------------------------------------------------------------------------
@@ -456,6 +473,28 @@ NUMPY_RULE_CASES = [
     _E("cumsum_axis_0_of_3d", lambda x: np.cumsum(x, axis=0), _uniform(-2.0, 2.0, 3, 2, 4)),
     _E("cumsum_negative_axis", lambda x: np.cumsum(x, axis=-1), _MAT),
     _E("trace", lambda x: np.trace(x), _uniform(-2.0, 2.0, 4, 4)),
+    # joins
+    _E("concatenate", lambda x, y: np.concatenate((x, y)) * 2.0, _VEC, _uniform(-2.0, 2.0, 3)),
+    _E("concatenate_axis_1", lambda x, y: np.concatenate((x, y), axis=1) ** 2, _MAT,
+       _uniform(-2.0, 2.0, 3, 2)),
+    _E("concatenate_three", lambda x, y: np.concatenate((x, y, x * y)), _VEC, _VEC),
+    _E("stack", lambda x, y: np.stack((x, y)) ** 2, _VEC, _VEC),
+    _E("stack_axis_1", lambda x, y: np.stack((x, y), axis=1) ** 2, _VEC, _VEC),
+    _E("vstack", lambda x, y: np.vstack((x, y)) ** 2, _VEC, _VEC),
+    _E("hstack_matrices", lambda x, y: np.hstack((x, y)) ** 2, _MAT, _MAT),
+    # index arrays and masks copy; argsort, argmax and random numbers are constants
+    _E("index_array_argsort", lambda x, w: x[np.argsort(x)] * w, _VEC, _VEC),
+    NumpyRuleCase("index_array_repeats", lambda x, i: x[i] ** 2,
+                  lambda rng: (_VEC(rng), np.array([0, 2, 2, 4, 0])), (0,)),
+    _E("mask", lambda x: np.sum(x[x > 0.0] ** 2), _VEC),
+    _E("argmax_picks", lambda x: x[np.argmax(x)] * np.sum(x), _VEC),
+    _E("random_normal", lambda x: x * _seeded_normal(0.5), _MAT),
+    _E("diag_of_matrix", lambda x: np.diag(x), _MAT),
+    _E("diag_of_vector", lambda x: np.diag(x), _VEC),
+    _E("diag_offset", lambda x: np.diag(x, 1) * 2.0, _uniform(-2.0, 2.0, 4, 4)),
+    _E("tril", lambda x: np.tril(x), _MAT),
+    _E("tril_offset", lambda x: np.tril(x, -1), _uniform(-2.0, 2.0, 4, 4)),
+    _E("triu", lambda x: np.triu(x, 1), _MAT),
     _E("norm_vector", lambda x: np.linalg.norm(x), _VEC),
     _E("norm_matrix", lambda x: np.linalg.norm(x), _MAT),
     # linear reshaping and copying
