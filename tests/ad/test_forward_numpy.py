@@ -14,12 +14,13 @@ import pytest
 import moonlite
 from moonlite.rules import JVP_RULES, Attribute, Method
 from moonlite.rules.linalg import LINALG_RULE_CASES
+from moonlite.rules.reductions import REDUCTION_RULE_CASES
 from moonlite.rules.numpy_rules import NUMPY_RULE_CASES as _NUMPY_CASES
 from moonlite.ir import ops
 from moonlite.testing import check_jvp
 
 
-NUMPY_RULE_CASES = _NUMPY_CASES + LINALG_RULE_CASES  # each rule file keeps its own cases
+NUMPY_RULE_CASES = _NUMPY_CASES + LINALG_RULE_CASES + REDUCTION_RULE_CASES  # each rule file keeps its own cases
 
 
 # --- tangents -------------------------------------------------------------------------------------

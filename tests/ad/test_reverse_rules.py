@@ -7,11 +7,12 @@ import pytest
 
 from moonlite.errors import UnsupportedError
 from moonlite.rules.linalg import LINALG_RULE_CASES
+from moonlite.rules.reductions import REDUCTION_RULE_CASES
 from moonlite.rules.numpy_rules import NUMPY_RULE_CASES as _NUMPY_CASES
 from moonlite.rules.scalar import RULE_CASES
 from moonlite.testing import check_vjp
 
-NUMPY_RULE_CASES = _NUMPY_CASES + LINALG_RULE_CASES  # each rule file keeps its own cases
+NUMPY_RULE_CASES = _NUMPY_CASES + LINALG_RULE_CASES + REDUCTION_RULE_CASES  # each rule file keeps its own cases
 _JITTED: dict = {}
 
 

@@ -135,3 +135,4 @@ def square(b, x):
 from . import scalar  # noqa: E402,F401  (registers the scalar rules)
 from . import numpy_rules  # noqa: E402,F401  (after scalar: its numpy keys win)
 from . import linalg  # noqa: E402,F401  (np.linalg, as custom rules)
+from . import reductions  # noqa: E402,F401  (np.var, np.std, as custom rules)
