@@ -49,7 +49,7 @@ from .opinfo import (describe as _describe, hashable as _hashable,
                      primitive as _primitive, writes_no_memory)
 from .reverse_arrays import CALL_ADJOINTS, METHOD_ADJOINTS, ArrayAdjoints, _name
 from .reverse_custom import CustomRuleAdjoints
-from .reverse_helpers import masked_add, scatter_add
+from .reverse_helpers import SUM_TO_SHAPE, masked_add, same_size_or_raise, scatter_add
 from .reverse_loops import find_inductions
 from .reverse_reads import active_operands, reads, rematerializable
 from .reverse_split import split_rule
@@ -648,14 +648,19 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
         elif _is_float_array(operand.type):
             shadow = self.shadow(operand)
             if shadow is not None:
-                self.b.inplace(ops.Add, shadow, self._unbroadcast(contribution, operand))
+                self.b.inplace(ops.Add, shadow, self._unbroadcast(contribution, operand, shadow))
 
-    def _unbroadcast(self, contribution: Value, operand: Value) -> Value:
-        """Sum a contribution over the leading axes broadcasting added to `operand`."""
+    def _unbroadcast(self, contribution: Value, operand: Value, shadow: Value) -> Value:
+        """Sum a contribution over the axes broadcasting stretched `operand` along: the leading
+        axes it lacked, and (known only at run time) its axes of length 1."""
         ndim = operand.type.ndim
         while isinstance(contribution.type, ArrayType) and contribution.type.ndim > ndim:
             contribution = self.b.call(np.sum, [contribution],
                                        {"axis": self.b.const(0, int64)})
+        if isinstance(contribution.type, ArrayType) and ndim > 0:
+            # numba's `shadow += contribution` does not check shapes: never skip this
+            helper = SUM_TO_SHAPE.get(ndim, same_size_or_raise)
+            contribution = self.b.call(helper, [contribution, shadow])  # shaped like operand
         return contribution
 
     def rv_getitem(self, op: ops.GetItem) -> None:

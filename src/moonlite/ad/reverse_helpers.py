@@ -110,6 +110,68 @@ def add_stacked_piece(shadow, g, k, axis):
     return None
 
 
+# Broadcasting: the adjoint of an operand numpy stretched along an axis of length 1 is summed
+# along that axis. Whether an axis has length 1 is known only at run time, and numba's
+# `shadow += g` does not check shapes (it reads past g's end), so every array adjoint with the
+# operand's number of dimensions goes through one of these (chosen by that number).
+
+_SHAPE_MISMATCH = "moonlite: an adjoint's shape does not match its array's (a bug: please report it)"
+
+
+@numba.njit
+def sum_to_shape_1d(g, like):
+    n = like.shape[0]
+    if g.shape[0] == n:
+        return g
+    if n != 1:
+        raise ValueError(_SHAPE_MISMATCH)
+    out = np.zeros(1, g.dtype)
+    out[0] = np.sum(g)
+    return out
+
+
+@numba.njit
+def sum_to_shape_2d(g, like):
+    r, c = like.shape[0], like.shape[1]
+    if g.shape[0] == r and g.shape[1] == c:
+        return g
+    if (r != 1 and r != g.shape[0]) or (c != 1 and c != g.shape[1]):
+        raise ValueError(_SHAPE_MISMATCH)
+    out = np.zeros((r, c), g.dtype)
+    for i in range(g.shape[0]):
+        for j in range(g.shape[1]):
+            out[min(i, r - 1), min(j, c - 1)] += g[i, j]
+    return out
+
+
+@numba.njit
+def sum_to_shape_3d(g, like):
+    p, r, c = like.shape[0], like.shape[1], like.shape[2]
+    if g.shape[0] == p and g.shape[1] == r and g.shape[2] == c:
+        return g
+    if (p != 1 and p != g.shape[0]) or (r != 1 and r != g.shape[1]) \
+            or (c != 1 and c != g.shape[2]):
+        raise ValueError(_SHAPE_MISMATCH)
+    out = np.zeros((p, r, c), g.dtype)
+    for h in range(g.shape[0]):
+        for i in range(g.shape[1]):
+            for j in range(g.shape[2]):
+                out[min(h, p - 1), min(i, r - 1), min(j, c - 1)] += g[h, i, j]
+    return out
+
+
+@numba.njit
+def same_size_or_raise(g, like):
+    """More than 3 dimensions: no broadcasting over axes of length 1 in reverse mode."""
+    if g.size != like.size:
+        raise ValueError("moonlite: broadcasting over axes of length 1 of arrays with more "
+                         "than 3 dimensions is not supported in reverse mode")
+    return g
+
+
+SUM_TO_SHAPE = {1: sum_to_shape_1d, 2: sum_to_shape_2d, 3: sum_to_shape_3d}
+
+
 # --- tapes crossing between the sweep and the pullback of a vjp (reverse_split.py) ------------
 
 @numba.njit
