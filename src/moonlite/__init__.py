@@ -10,12 +10,13 @@ from .api import ArgumentError, build_frule, jacfwd, jvp
 from .api_reverse import build_rrule, grad, jacrev, value_and_grad, vjp
 from .api_higher import hessian, hvp
 from .rules.custom import custom_jvp, custom_vjp, nondifferentiable
+from .debug import debug_enabled, debug_mode, set_debug
 from . import testing  # noqa: E402  (the public rule checker: moonlite.testing.check_jvp)
 
 __version__ = "0.1.0"
 
 __all__ = ["jvp", "jacfwd", "build_frule", "grad", "value_and_grad", "vjp", "jacrev", "hvp", "hessian",
-           "custom_jvp", "custom_vjp", "nondifferentiable",
+           "custom_jvp", "custom_vjp", "nondifferentiable", "set_debug", "debug_mode", "debug_enabled",
            "build_rrule", "capture",
            "lower", "MoonliteDispatcher", "verify", "testing", "ir", "MoonliteError",
            "UnsupportedError", "CaptureError", "VerificationError", "LoweringError", "ArgumentError"]

@@ -13,7 +13,7 @@ import threading
 
 from ..capture import capture_types
 from ..errors import UnsupportedError
-from ..ir import verify
+from ..debug import verified, verified_in_debug
 from ..lower import lower
 from ..lower.dispatcher import quiet_performance_warnings
 from .forward import forward_transform
@@ -38,8 +38,8 @@ def derived_forward_rule(f, argtypes: tuple, width: int = 1, active=None):
                 hint="rewrite the recursion as a loop, or write a custom rule for the function")
         _in_progress.add(key)
         try:
-            primal = primal_ir(f, argtypes, forward=True)
-            rule = lower(verify(forward_transform(primal, width, active)))
+            primal = verified_in_debug(primal_ir(f, argtypes, forward=True), "capture")
+            rule = lower(verified(forward_transform(primal, width, active), "forward mode"))
         finally:
             _in_progress.discard(key)
         _cache[key] = rule
@@ -55,8 +55,9 @@ def derived_reverse_rule(f, argtypes: tuple):
     with _lock:
         rule = _cache.get(key)
         if rule is None:
-            flat = inline_njit_calls(primal_ir(f, argtypes))
-            rule = _cache[key] = lower(verify(reverse_transform(verify(flat))))
+            flat = verified(inline_njit_calls(verified_in_debug(primal_ir(f, argtypes), "capture")),
+                            "inlining")
+            rule = _cache[key] = lower(verified(reverse_transform(flat), "reverse mode"))
         return rule
 
 
@@ -72,7 +73,8 @@ def derived_hvp_rule(f, argtypes: tuple, width: int, active) -> object:
         if rule is None:
             reverse = derived_reverse_rule(f, argtypes)
             with quiet_performance_warnings():
-                rule = lower(verify(forward_transform(reverse.ir, width, active)))
+                rule = lower(verified(forward_transform(reverse.ir, width, active),
+                                      "forward mode over reverse mode"))
             _cache[key] = rule
         return rule
 
@@ -86,9 +88,11 @@ def derived_reverse_split(f, argtypes: tuple) -> tuple:
     with _lock:
         pair = _cache.get(key)
         if pair is None:
-            flat = inline_njit_calls(primal_ir(f, argtypes))
-            sweep, pullback = reverse_transform_split(verify(flat))
-            pair = _cache[key] = (lower(verify(sweep)), lower(verify(pullback)))
+            flat = verified(inline_njit_calls(verified_in_debug(primal_ir(f, argtypes), "capture")),
+                            "inlining")
+            sweep, pullback = reverse_transform_split(flat)
+            pair = _cache[key] = (lower(verified(sweep, "the vjp cut (sweep)")),
+                                  lower(verified(pullback, "the vjp cut (pullback)")))
         return pair
 
 

@@ -32,6 +32,7 @@ import linecache
 from typing import Optional
 
 from .. import _numba as nb
+from ..debug import debug_enabled, emit_shape_check
 from ..errors import UnsupportedError
 from ..ir import Builder, ops, reverse_post_order
 from ..ir.clone import clone_op
@@ -211,6 +212,16 @@ class _ForwardPass:
         out = [self._apply(rule, op, new, ts) for ts in tangents]
         if result is not None and is_differentiable(result.type):
             self.set_tangents(result, [self._as_result_tangent(result, t) for t in out])
+            self._debug_check(op, f"the tangent {_describe(op)} returned")
+
+    def _debug_check(self, op: Op, what: str, always: bool = False) -> None:
+        """Debug mode: check at run time that each direction's tangent of an array result has
+        the result's shape (a wrong rule is caught where it is used)."""
+        if (debug_enabled() or always) and isinstance(op.result.type, ArrayType):
+            for j in range(self.width):
+                t = self.tangent(op.result, j)
+                if t is not None and t is not ZERO:
+                    emit_shape_check(self.b, self.values[op.result], t, op, what, always)
 
     def _carries_tangent(self, op: Op) -> bool:
         return any(self.tangent(v, j) not in (None, ZERO) for v in _positional(op)
@@ -239,6 +250,9 @@ class _ForwardPass:
         result = op.result
         if is_differentiable(result.type):
             self.set_tangents(result, [self._checked_jvp_tangent(op, custom, d) for d in douts])
+            # a user's rule is checked in every mode: a tangent of shape (1,) would broadcast
+            self._debug_check(op, f"the tangent the JVP rule of {custom.name} returned",
+                              always=True)
 
     def _checked_jvp_output(self, op: ops.Call, custom, pair: Value) -> Value:
         out = self.b.tuple_getitem(pair, 0)
@@ -315,6 +329,7 @@ class _ForwardPass:
         if is_differentiable(op.result.type):
             self.set_tangents(op.result, [self.b.tuple_getitem(res, 1 + j)
                                           for j in range(self.width)])
+            self._debug_check(op, f"the tangent the derived rule of {_describe(op)} returned")
 
     def on_getitem(self, op: ops.GetItem) -> None:
         self.clone(op)
