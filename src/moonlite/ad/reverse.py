@@ -830,7 +830,7 @@ def _elementwise(op: Op) -> bool:
                                          or op.callee in _ELEMENTWISE_FUNCTIONS)
 
 
-_ELEMENTWISE_FUNCTIONS = (np.where, np.clip)
+_ELEMENTWISE_FUNCTIONS = (np.where, np.clip, np.sinc)  # numpy functions, not ufuncs
 
 
 def _mentions_array(op: Op) -> bool:

@@ -114,6 +114,86 @@ defjvp(np.hypot,
 defjvp(np.square, lambda b, x, dx: b.mul(dx, b.mul(_const(b, 2, x), x)))
 
 
+# The rest of numba's float ufuncs (issue #6); np.sinc is a function, not a ufunc (reverse mode
+# lists it in reverse._ELEMENTWISE_FUNCTIONS).
+defjvp(np.arcsinh,
+       lambda b, x, dx: b.div(dx, _np(b, np.sqrt, b.add(_square(b, x), _const(b, 1, x)))))
+defjvp(np.arccosh,
+       lambda b, x, dx: b.div(dx, _np(b, np.sqrt, b.sub(_square(b, x), _const(b, 1, x)))))
+defjvp(np.arctanh, lambda b, x, dx: b.div(dx, _one_minus_square(b, x)))
+defjvp(np.cbrt,
+       lambda b, x, dx: b.div(dx, b.mul(_const(b, 3, x), _square(b, _np(b, np.cbrt, x)))))
+defjvp(np.reciprocal, lambda b, x, dx: b.neg(b.div(dx, _square(b, x))))
+defjvp(np.negative, lambda b, x, dx: b.neg(dx))
+defjvp(np.positive, lambda b, x, dx: dx)
+for _fn, _factor in [(np.deg2rad, math.pi / 180.0), (np.radians, math.pi / 180.0),
+                     (np.rad2deg, 180.0 / math.pi), (np.degrees, 180.0 / math.pi)]:
+    defjvp(_fn, lambda b, x, dx, _factor=_factor: b.mul(dx, _const(b, _factor, x)))
+# logaddexp(x, y) = log(e^x + e^y): d/dx = e^(x - logaddexp(x, y)), and so for y (base 2 alike).
+defjvp(np.logaddexp,
+       lambda b, x, y, dx: b.mul(dx, _np(b, np.exp, b.sub(x, _np(b, np.logaddexp, x, y)))),
+       lambda b, x, y, dy: b.mul(dy, _np(b, np.exp, b.sub(y, _np(b, np.logaddexp, x, y)))))
+defjvp(np.logaddexp2,
+       lambda b, x, y, dx: b.mul(dx, _np(b, np.exp2, b.sub(x, _np(b, np.logaddexp2, x, y)))),
+       lambda b, x, y, dy: b.mul(dy, _np(b, np.exp2, b.sub(y, _np(b, np.logaddexp2, x, y)))))
+# The arithmetic operators called as functions (np.divide is np.true_divide).
+defjvp(np.add, lambda b, x, y, dx: dx, lambda b, x, y, dy: dy)
+defjvp(np.subtract, lambda b, x, y, dx: dx, lambda b, x, y, dy: b.neg(dy))
+defjvp(np.multiply, lambda b, x, y, dx: b.mul(dx, y), lambda b, x, y, dy: b.mul(x, dy))
+defjvp(np.divide,
+       lambda b, x, y, dx: b.div(dx, y),
+       lambda b, x, y, dy: b.neg(b.div(b.mul(dy, x), _square(b, y))))
+# fmod(x, y) = x - trunc(x / y) y and remainder(x, y) = x - floor(x / y) y (np.mod is
+# np.remainder): slope 1 in x and -trunc(x / y) (-floor(x / y)) in y, away from the jumps.
+defjvp(np.fmod,
+       lambda b, x, y, dx: dx,
+       lambda b, x, y, dy: b.neg(b.mul(dy, _np(b, np.trunc, b.div(x, y)))))
+defjvp(np.remainder,
+       lambda b, x, y, dx: dx,
+       lambda b, x, y, dy: b.neg(b.mul(dy, _np(b, np.floor, b.div(x, y)))))
+
+
+def _first_argument_only(jvp: Callable) -> Callable:
+    """Rule of a two-argument function whose second argument has a zero derivative (copysign's
+    sign source, nextafter's direction, ldexp's integer exponent): `jvp(b, x, y, dx)`."""
+
+    def rule(b, primals, tangents, kwargs):
+        _positional_only(kwargs, primals, 2)
+        x, y = primals
+        return None if tangents[0] is None else jvp(b, x, y, tangents[0])
+
+    return rule
+
+
+# copysign(x, y) = |x| sign(y): dx times the sign of x times the sign of y.
+defrule(np.copysign, _first_argument_only(lambda b, x, y, dx: b.mul(
+    dx, b.mul(_np(b, np.copysign, _const(b, 1, x), x), _np(b, np.copysign, _const(b, 1, x), y)))))
+defrule(np.nextafter, _first_argument_only(lambda b, x, y, dx: dx))
+defrule(np.ldexp, _first_argument_only(lambda b, x, i, dx: _np(b, np.ldexp, dx, i)))
+
+
+def _float_power_dbase(b, x, y, dx):
+    return b.mul(dx, b.mul(y, _np(b, np.float_power, x, b.sub(y, _const(b, 1, y)))))
+
+
+def _float_power_dexponent(b, x, y, dy):
+    # As for np.power: x**y log(x), taken as 0 where x == 0.
+    slope = b.mul(_np(b, np.float_power, x, y), _np(b, np.log, x))
+    return b.mul(dy, _where(b, b.binary(ops.Eq, x, _const(b, 0, x)), _const(b, 0, slope), slope))
+
+
+defjvp(np.float_power, _float_power_dbase, _float_power_dexponent)
+
+
+def _sinc_jvp(b, x, dx):
+    # sinc(x) = sin(pi x) / (pi x): slope (cos(pi x) - sinc(x)) / x, and 0 at x == 0.
+    slope = b.div(b.sub(_np(b, np.cos, b.mul(_const(b, math.pi, x), x)), _np(b, np.sinc, x)), x)
+    return b.mul(dx, _where(b, b.binary(ops.Eq, x, _const(b, 0, x)), _const(b, 0, slope), slope))
+
+
+defjvp(np.sinc, _sinc_jvp)
+
+
 def _abs_jvp(b, x, dx):
     # The one-sided derivative from the right at 0, as for the scalar abs.
     return _where(b, b.binary(ops.Lt, x, _const(b, 0, x)), b.neg(dx), dx)
@@ -162,6 +242,23 @@ defrule(np.maximum, _extremum_rule(ops.Ge))
 defrule(np.minimum, _extremum_rule(ops.Le))
 
 
+def _nan_ignoring_extremum_rule(keep_first: type) -> Callable:
+    """np.fmax/np.fmin: as np.maximum/np.minimum, but a NaN loses: where y is NaN the result
+    is x (and where only x is NaN, y)."""
+
+    def rule(b, primals, tangents, kwargs):
+        _positional_only(kwargs, primals, 2)
+        (x, y), (dx, dy) = primals, tangents
+        first = b.binary(ops.BitOr, b.binary(keep_first, x, y), b.binary(ops.Ne, y, y))
+        return _where(b, first, _or_zeros(b, dx, x), _or_zeros(b, dy, y))
+
+    return rule
+
+
+defrule(np.fmax, _nan_ignoring_extremum_rule(ops.Ge))
+defrule(np.fmin, _nan_ignoring_extremum_rule(ops.Le))
+
+
 def _where_rule(b, primals, tangents, kwargs):
     _positional_only(kwargs, primals, 3)
     cond, x, y = primals
@@ -189,7 +286,9 @@ def _clip_rule(b, primals, tangents, kwargs):
 
 defrule(np.clip, _clip_rule)
 
-for _flat in (np.sign, np.round, np.around, np.rint):  # np.floor/ceil/trunc: in scalar.py
+# np.floor/ceil/trunc: in scalar.py. Boolean results (np.isnan, np.signbit, comparisons) and
+# integer ones (np.argmax, np.argsort) carry no tangent and need no rule.
+for _flat in (np.sign, np.round, np.around, np.rint, np.floor_divide, np.spacing):
     defzero(_flat)
 
 # Allocations take only the shape (and dtype) of their argument: a fresh array whose tangent is
@@ -383,10 +482,23 @@ def _with_zeros(*positions):
     return draw
 
 
+def _quotient_pair(x_shape, y_shape=()):
+    """(x, y) with y of either sign, |y| in [0.5, 2], and x / y at least 0.05 away from every
+    integer and half-integer: inside one smooth piece of fmod, remainder and floor_divide."""
+    def draw(rng):
+        y = rng.uniform(0.5, 2.0, y_shape) * rng.choice([-1.0, 1.0], y_shape)
+        q = _away_from_integers(*np.broadcast_shapes(x_shape, y_shape))(rng)
+        x = q * y
+        return tuple(float(v) if np.ndim(v) == 0 else v for v in (x, y))
+    return draw
+
+
 _VEC = _uniform(-2.0, 2.0, 5)
 _MAT = _uniform(-2.0, 2.0, 3, 4)
 _POS = _uniform(0.3, 3.0, 3, 4)
 _UNIT = _uniform(-0.9, 0.9, 3, 4)
+_NONZERO = _with_zeros()  # |x| in [0.5, 1.5], either sign
+_ROW = _uniform(-2.0, 2.0, 4)  # broadcasts against _MAT
 
 
 def _scalar(lo, hi):
@@ -443,6 +555,78 @@ NUMPY_RULE_CASES = [
     _E("trunc", lambda x: x * np.trunc(x), _away_from_integers(3, 4)),
     _E("sign", lambda x: x * np.sign(x), _away_from_integers(3, 4)),
     _E("round", lambda x: x * np.round(x), _away_from_integers(3, 4)),
+    # elementwise, issue #6: the rest of numba's float ufuncs
+    _E("arcsinh", lambda x: np.arcsinh(x), _MAT),
+    _E("arccosh", lambda x: np.arccosh(x), _uniform(1.2, 3.0, 3, 4)),
+    _E("arctanh", lambda x: np.arctanh(x), _UNIT),
+    _E("cbrt", lambda x: np.cbrt(x), _NONZERO),
+    _E("reciprocal", lambda x: np.reciprocal(x), _NONZERO),
+    _E("negative", lambda x: np.negative(x), _MAT),
+    _E("positive", lambda x: np.positive(x) * x, _MAT),
+    _E("deg2rad", lambda x: np.deg2rad(x), _MAT),
+    _E("radians", lambda x: np.radians(x), _MAT),
+    _E("rad2deg", lambda x: np.rad2deg(x), _MAT),
+    _E("degrees", lambda x: np.degrees(x), _MAT),
+    _E("logaddexp", lambda x, y: np.logaddexp(x, y), _MAT, _MAT),
+    _E("logaddexp_scalar", lambda x, y: np.logaddexp(x, y), _MAT, _scalar(-1.0, 1.0)),
+    _E("logaddexp2", lambda x, y: np.logaddexp2(x, y), _MAT, _MAT),
+    _E("logaddexp2_broadcast", lambda x, y: np.logaddexp2(x, y), _MAT, _ROW),
+    _E("add", lambda x, y: np.add(x, y), _MAT, _MAT),
+    _E("add_scalar", lambda x, s: np.add(x, s), _MAT, _scalar(-1.0, 1.0)),
+    _E("add_scalar_to_constant", lambda s: np.add(np.arange(4.0), s), _scalar(-1.0, 1.0)),
+    _E("subtract", lambda x, y: np.subtract(x, y), _MAT, _MAT),
+    _E("subtract_broadcast", lambda x, y: np.subtract(y, x), _MAT, _ROW),
+    _E("multiply", lambda x, y: np.multiply(x, y), _MAT, _MAT),
+    _E("multiply_scalar", lambda s, x: np.multiply(s, x), _scalar(-1.0, 1.0), _MAT),
+    _E("divide", lambda x, y: np.divide(x, y), _MAT, _NONZERO),
+    _E("divide_scalar_numerator", lambda s, y: np.divide(s, y), _scalar(-1.0, 1.0), _NONZERO),
+    _E("true_divide_broadcast", lambda x, y: np.true_divide(x, y), _MAT,
+       _uniform(0.5, 2.0, 4)),
+    _E("fmax", lambda x, y: np.fmax(x, y), _MAT, _MAT),
+    _E("fmin", lambda x, y: np.fmin(x, y), _MAT, _MAT),
+    _E("fmax_scalar", lambda x: np.fmax(x, 0.25), _MAT),
+    _E("fmin_broadcast", lambda x, y: np.fmin(x, y), _MAT, _ROW),
+    # log of a negative y is NaN, which fmax/fmin pass over (a NaN argument would defeat the
+    # finite differences)
+    NumpyRuleCase("fmax_nan_loses", lambda x, y: np.fmax(x, np.log(y)) + np.fmin(np.log(y), x),
+                  lambda rng: (_MAT(rng), _NONZERO(rng)), (0,)),
+    _E("float_power", lambda x, y: np.float_power(x, y), _POS, _MAT),
+    _E("float_power_scalar_exponent", lambda x, y: np.float_power(x, y), _POS,
+       _scalar(-1.5, 2.5)),
+    NumpyRuleCase("float_power_int_exponent", lambda x, n: np.float_power(x, n),
+                  lambda rng: (_MAT(rng), 3), (0,)),
+    _E("float_power_float32", lambda x: np.float_power(x, 1.5),
+       _uniform(0.3, 3.0, 3, 4, dtype=np.float32), rtol=1e-3),
+    _E("copysign", lambda x, y: np.copysign(x, y), _NONZERO, _NONZERO),
+    _E("copysign_scalar_sign", lambda x: np.copysign(x, -1.0), _NONZERO),
+    _E("copysign_broadcast_sign", lambda x, y: np.copysign(x, y) * y, _NONZERO,
+       _uniform(0.5, 1.5, 4)),
+    NumpyRuleCase("fmod", lambda x, y: np.fmod(x, y), _quotient_pair((3, 4), (3, 4)), (0, 1)),
+    NumpyRuleCase("fmod_scalar_divisor", lambda x, y: np.fmod(x, y), _quotient_pair((3, 4)),
+                  (0, 1)),
+    NumpyRuleCase("remainder", lambda x, y: np.remainder(x, y), _quotient_pair((3, 4), (3, 4)),
+                  (0, 1)),
+    NumpyRuleCase("remainder_broadcast", lambda x, y: np.remainder(x, y),
+                  _quotient_pair((3, 4), (4,)), (0, 1)),
+    NumpyRuleCase("mod_scalar_divisor", lambda x, y: np.mod(x, y), _quotient_pair((3, 4)),
+                  (0, 1)),
+    NumpyRuleCase("floor_divide", lambda x, y: x * np.floor_divide(x, y) + y,
+                  _quotient_pair((3, 4), (3, 4)), (0, 1)),
+    _E("nextafter", lambda x, y: np.nextafter(x, y) * y, _MAT, _uniform(3.0, 4.0, 3, 4)),
+    NumpyRuleCase("ldexp", lambda x, i: np.ldexp(x, i),
+                  lambda rng: (_MAT(rng), rng.integers(-3, 4, (3, 4))), (0,)),
+    _E("spacing", lambda x: x + 1e15 * np.spacing(x), _away_from_integers(3, 4)),
+    _E("sinc", lambda x: np.sinc(x), _MAT),
+    _E("sinc_at_zero", lambda x: np.sinc(x), _with_zeros(0, 7)),
+    _E("rint", lambda x: x * np.rint(x), _away_from_integers(3, 4)),
+    # boolean-valued functions carry no tangent
+    _E("signbit", lambda x: np.where(np.signbit(x), -x, 2.0 * x), _NONZERO),
+    _E("isnan_isfinite_isinf", lambda x: np.where(np.isnan(x) | np.isinf(x), 0.0, x)
+       * np.isfinite(x), _MAT),
+    _E("greater_as_function", lambda x, y: np.where(np.greater(x, y), x * y, y), _MAT, _MAT),
+    _E("float32_new_ufuncs", lambda x: np.logaddexp(np.cbrt(x), np.deg2rad(x))
+       * np.reciprocal(x) + np.sinc(x) + np.arcsinh(x),
+       _uniform(0.3, 3.0, 3, 4, dtype=np.float32), rtol=1e-3),
     _E("float32_sin", lambda x: np.sin(x) * np.sqrt(x),
        _uniform(0.3, 3.0, 3, 4, dtype=np.float32), rtol=1e-3),
     # elementwise, on scalars (numpy's ufuncs on floats)
@@ -453,6 +637,29 @@ NUMPY_RULE_CASES = [
     _E("scalar_abs", lambda x: np.abs(x), _scalar(-2.0, -0.5)),
     _E("scalar_where", lambda x, y: np.where(x > y, x * y, y), _scalar(0.5, 1.0),
        _scalar(-1.0, 0.0)),
+    _E("scalar_arcsinh", lambda x: np.arcsinh(x), _scalar(-2.0, 2.0)),
+    _E("scalar_arccosh", lambda x: np.arccosh(x), _scalar(1.2, 3.0)),
+    _E("scalar_arctanh", lambda x: np.arctanh(x), _scalar(-0.9, 0.9)),
+    _E("scalar_cbrt", lambda x: np.cbrt(x), _scalar(-2.0, -0.5)),
+    _E("scalar_reciprocal", lambda x: np.reciprocal(x), _scalar(0.5, 2.0)),
+    _E("scalar_negative", lambda x: np.negative(x) * x, _scalar(-2.0, 2.0)),
+    _E("scalar_rad2deg", lambda x: np.rad2deg(x), _scalar(-2.0, 2.0)),
+    _E("scalar_logaddexp", lambda x, y: np.logaddexp(x, y), _scalar(-2.0, 2.0),
+       _scalar(-2.0, 2.0)),
+    _E("scalar_logaddexp2", lambda x, y: np.logaddexp2(x, y), _scalar(-2.0, 2.0),
+       _scalar(-2.0, 2.0)),
+    _E("scalar_divide", lambda x, y: np.divide(x, y), _scalar(-2.0, 2.0), _scalar(0.5, 2.0)),
+    _E("scalar_fmin", lambda x, y: np.fmin(x, y), _scalar(-1.0, 0.0), _scalar(0.1, 1.0)),
+    _E("scalar_float_power", lambda x, y: np.float_power(x, y), _scalar(0.3, 3.0),
+       _scalar(-1.5, 2.5)),
+    _E("scalar_copysign", lambda x, y: np.copysign(x, y), _scalar(0.5, 2.0),
+       _scalar(-2.0, -0.5)),
+    NumpyRuleCase("scalar_fmod", lambda x, y: np.fmod(x, y), _quotient_pair(()), (0, 1)),
+    NumpyRuleCase("scalar_remainder", lambda x, y: np.remainder(x, y), _quotient_pair(()),
+                  (0, 1)),
+    _E("scalar_sinc", lambda x: np.sinc(x), _scalar(-2.0, 2.0)),
+    _E("scalar_sign_functions", lambda x: x * np.sign(x) + np.rint(x) * np.signbit(x),
+       _scalar(-2.4, -2.1)),
     # reductions
     _E("sum", lambda x: np.sum(x), _MAT),
     _E("sum_axis", lambda x: np.sum(x, axis=0), _MAT),
@@ -488,6 +695,9 @@ NUMPY_RULE_CASES = [
                   lambda rng: (_VEC(rng), np.array([0, 2, 2, 4, 0])), (0,)),
     _E("mask", lambda x: np.sum(x[x > 0.0] ** 2), _VEC),
     _E("argmax_picks", lambda x: x[np.argmax(x)] * np.sum(x), _VEC),
+    _E("argmin_picks", lambda x: x[np.argmin(x)] * np.sum(x), _VEC),
+    _E("argsort_weights", lambda x: np.sum(x[np.argsort(x)] * np.arange(5.0)), _VEC),
+    _E("argsort_twice_ranks", lambda x: x * np.argsort(np.argsort(x)), _VEC),
     _E("random_normal", lambda x: x * _seeded_normal(0.5), _MAT),
     _E("diag_of_matrix", lambda x: np.diag(x), _MAT),
     _E("diag_of_vector", lambda x: np.diag(x), _VEC),
