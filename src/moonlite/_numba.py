@@ -30,6 +30,7 @@ try:
     from numba.core.registry import CPUDispatcher  # noqa: F401
     from numba.core.typing.templates import Signature  # noqa: F401
     from numba.core.unsafe import eh as _eh
+    from numba.core.compiler_lock import global_compiler_lock  # noqa: F401
     from numba.misc.special import prange  # noqa: F401
 except ImportError as exc:  # pragma: no cover - only on an unsupported numba
     raise ImportError(f"moonlite could not import a numba internal it relies on: {exc}") from exc

@@ -7,20 +7,21 @@ the cache (so a second call with the same types does not recompile), and calls i
 
 from __future__ import annotations
 
+import contextlib
+import inspect
+import numbers
 from typing import Sequence
 
 import numpy as np
 
+from numba.core.compiler_lock import global_compiler_lock
+
 from . import _numba as nb
 from .ad.derived import derived_forward_rule
-from .errors import MoonliteError, UnsupportedError
+from .errors import ArgumentError, SourceLoc, UnsupportedError
 
 # jacfwd pushes this many tangent directions through one evaluation of the kernel.
 JACFWD_WIDTH = 8
-
-
-class ArgumentError(MoonliteError, ValueError):
-    """Arguments given to a moonlite API function do not fit the function being differentiated."""
 
 
 # --- argument kinds ----------------------------------------------------------------------------
@@ -42,18 +43,83 @@ def _kind(value) -> str:
 
 
 def _check_njit(f, api: str) -> None:
-    if not isinstance(f, nb.Dispatcher):
-        raise UnsupportedError("a function that is not compiled with @numba.njit",
-                               function=getattr(f, "__qualname__", repr(f)),
-                               hint=f"decorate the function with @numba.njit before moonlite.{api}")
+    if isinstance(f, nb.Dispatcher):
+        return
+    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+    hint = f"decorate the function with @numba.njit before moonlite.{api}"
+    if isinstance(f, np.ufunc) or type(f).__name__ in ("DUFunc", "GUFunc"):
+        numpy = isinstance(f, np.ufunc)
+        what = "a numpy ufunc" if numpy else "a @numba.vectorize ufunc"
+        call = f"np.{name}(x)" if numpy else f"{name}(x)"
+        hint = (f"{name} is {what}: call it inside an @numba.njit function and differentiate "
+                f"that (@njit def f(x): return {call})")
+    elif name == "<lambda>":
+        hint = f"write the lambda as a function decorated with @numba.njit before moonlite.{api}"
+    raise UnsupportedError("a function that is not compiled with @numba.njit", function=name,
+                           loc=_def_loc(f), hint=hint)
+
+
+def _def_loc(fn) -> SourceLoc:
+    code = getattr(getattr(fn, "py_func", fn), "__code__", None)
+    return SourceLoc(code.co_filename, code.co_firstlineno) if code is not None else SourceLoc()
+
+
+def _check_arguments(f, args: tuple, api: str) -> None:
+    """Raise ArgumentError unless `args` fit the parameters of njit function `f` (numba's own
+    message for a wrong count is a typing traceback)."""
+    py = f.py_func
+    code = py.__code__
+    if code.co_flags & inspect.CO_VARARGS or \
+            code.co_argcount - len(py.__defaults__ or ()) <= len(args) <= code.co_argcount:
+        return
+    try:
+        inspect.signature(py).bind(*args)
+    except TypeError as exc:
+        params = ", ".join(inspect.signature(f.py_func).parameters)
+        raise ArgumentError(f"{api}({f.py_func.__qualname__}): {exc} (the function takes "
+                            f"({params}), got {len(args)} argument(s))") from None
+
+
+def _refuse_complex_arguments(f, primals: tuple, api: str) -> None:
+    for i, p in enumerate(primals):
+        if _kind(p) == "complex" or (isinstance(p, np.ndarray)
+                                     and np.issubdtype(p.dtype, np.complexfloating)):
+            raise UnsupportedError(
+                f"complex arguments (argument {i})",
+                function=f.py_func.__qualname__, loc=_def_loc(f),
+                hint=f"split it into real and imaginary parts (two float arguments or a float "
+                     f"array) before moonlite.{api}")
+
+
+def _as_tuple(values, what: str, api: str) -> tuple:
+    if not isinstance(values, (tuple, list)):
+        raise ArgumentError(f"{api}: {what} must be a tuple (or list) with one entry per "
+                            f"argument, got {type(values).__name__}")
+    return tuple(values)
+
+
+@contextlib.contextmanager
+def compile_lock():
+    """numba's compiler lock, taken before moonlite's rule cache lock: a grad dispatcher compiling
+    in one thread holds numba's lock and then needs moonlite's; taking them in the same order
+    here keeps a jvp in another thread from deadlocking with it."""
+    with global_compiler_lock:
+        yield
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[:1] in "aeiou" else "a ") + noun
 
 
 def _check_tangent(primal, tangent, where: str):
     """Return the tangent converted to what the rule expects, or raise ArgumentError."""
     kind = _kind(primal)
+    if kind == "complex":
+        raise UnsupportedError("complex arguments", hint="split them into real and imaginary "
+                               "parts (two float arguments or a float array)")
     if kind == "none":
         if tangent is not None:
-            raise ArgumentError(f"{where}: a {type(primal).__name__} argument carries no "
+            raise ArgumentError(f"{where}: {_a(type(primal).__name__)} argument carries no "
                                 f"tangent; pass None for it")
         return None
     if tangent is None:
@@ -63,6 +129,10 @@ def _check_tangent(primal, tangent, where: str):
         if np.ndim(tangent) != 0:
             raise ArgumentError(f"{where}: the tangent of a scalar must be a scalar, got an "
                                 f"array of shape {np.shape(tangent)}")
+        if not (isinstance(tangent, numbers.Real) or (
+                isinstance(tangent, np.ndarray) and tangent.dtype.kind in "fiu")):
+            raise ArgumentError(f"{where}: the tangent of a float must be a real number, got "
+                                f"{type(tangent).__name__}")
         return type(primal)(tangent) if isinstance(primal, np.floating) else float(tangent)
     if kind == "array":
         if not isinstance(tangent, np.ndarray):
@@ -85,8 +155,10 @@ def _check_tangent(primal, tangent, where: str):
 
 def _rule_for(f, primals: tuple, width: int, api: str, active=None):
     _check_njit(f, api)
+    _check_arguments(f, primals, api)
     argtypes = tuple(f.typeof_pyval(p) for p in primals)
-    return derived_forward_rule(f, argtypes, width, active)
+    with compile_lock():
+        return derived_forward_rule(f, argtypes, width, active)
 
 
 # --- jvp ---------------------------------------------------------------------------------------
@@ -99,11 +171,16 @@ def jvp(f, primals: Sequence, tangents: Sequence):
     the forward rule writes into arrays: after the call every input array holds what `f` leaves
     in it, and the tangent array given for it describes that new value.
     """
-    primals, tangents = tuple(primals), tuple(tangents)
+    _check_njit(f, "jvp")
+    primals = _as_tuple(primals, "primals", f"jvp({f.py_func.__qualname__})")
+    tangents = _as_tuple(tangents, "tangents", f"jvp({f.py_func.__qualname__})")
+    _check_arguments(f, primals, "jvp")
+    _refuse_complex_arguments(f, primals, "jvp")
     if len(primals) != len(tangents):
-        raise ArgumentError(f"jvp needs one tangent per primal: got {len(primals)} primals and "
+        raise ArgumentError(f"jvp({f.py_func.__qualname__}) needs one tangent per primal: got "
+                            f"{len(primals)} primals and "
                             f"{len(tangents)} tangents")
-    checked = [_check_tangent(p, t, f"tangent {i}")
+    checked = [_check_tangent(p, t, f"jvp({f.py_func.__qualname__}): tangent {i}")
                for i, (p, t) in enumerate(zip(primals, tangents))]
     rule = _rule_for(f, primals, 1, "jvp")
     out, dout = rule(*primals, *[t for t in checked if t is not None])
@@ -130,9 +207,10 @@ def jacfwd(f, argnums=0):
     _check_njit(f, "jacfwd")
 
     def jacobian(*args):
+        _check_arguments(f, args, "jacfwd")
         nums = argnums if isinstance(argnums, tuple) else (argnums,)
         for n in nums:
-            _check_argnum(n, args, "jacfwd")
+            _check_argnum(n, args, f"jacfwd({f.py_func.__qualname__})")
         jacs = tuple(_jacobian_wrt(f, args, n) for n in nums)
         return jacs if isinstance(argnums, tuple) else jacs[0]
 
@@ -146,7 +224,7 @@ def _check_argnum(n, args: tuple, api: str) -> None:
     if not -len(args) <= n < len(args):
         raise ArgumentError(f"{api}: argnums {n} is out of range for {len(args)} arguments")
     if _kind(args[n]) not in ("float", "array"):
-        raise ArgumentError(f"{api}: argument {n} is a {type(args[n]).__name__}; only float "
+        raise ArgumentError(f"{api}: argument {n} is {_a(type(args[n]).__name__)}; only float "
                             f"scalars and float arrays can be differentiated")
 
 
@@ -167,7 +245,8 @@ def _jacobian_wrt(f, args: tuple, argnum: int):
         result = rule(*fresh, *seeds)
         out = result[0]
         if _kind(out) not in ("float", "array"):
-            raise ArgumentError("jacfwd: the function must return a float or a float array, "
+            raise ArgumentError(f"jacfwd({f.py_func.__qualname__}): the function must return "
+                                f"a float or a float array, "
                                 f"got {type(out).__name__}")
         columns.extend(np.asarray(result[1 + j]) for j in range(count))
     out_shape = np.shape(out)

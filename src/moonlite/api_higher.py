@@ -14,8 +14,10 @@ from typing import Sequence
 
 import numpy as np
 
-from .ad.derived import derived_hvp_rule, derived_reverse_rule
-from .api import ArgumentError, _check_njit, _check_tangent, _kind
+from .ad.derived import derived_hvp_rule
+from .api import (ArgumentError, _as_tuple, _check_arguments, _check_njit, _check_tangent,
+                  _def_loc, _kind, _refuse_complex_arguments, compile_lock)
+from .api_reverse import reverse_rule
 from .errors import UnsupportedError
 from .ir import Builder
 from .ir.types import ArrayType, FloatType, from_numba
@@ -28,17 +30,22 @@ def hvp(f, primals: Sequence, tangents: Sequence) -> tuple:
     """Hessian-vector products of scalar-valued `f` at `primals` along `tangents`: one entry per
     primal, shaped like it (None for int and bool arguments), the Hessian of `f` with respect to
     all its float arguments applied to the direction `tangents`."""
-    primals, tangents = tuple(primals), tuple(tangents)
     _check_njit(f, "hvp")
+    primals = _as_tuple(primals, "primals", f"hvp({f.py_func.__qualname__})")
+    tangents = _as_tuple(tangents, "tangents", f"hvp({f.py_func.__qualname__})")
+    _check_arguments(f, primals, "hvp")
+    _refuse_complex_arguments(f, primals, "hvp")
     if len(primals) != len(tangents):
-        raise ArgumentError(f"hvp needs one tangent per primal: got {len(primals)} primals and "
+        raise ArgumentError(f"hvp({f.py_func.__qualname__}) needs one tangent per primal: got "
+                            f"{len(primals)} primals and "
                             f"{len(tangents)} tangents")
-    checked = [_check_tangent(p, t, f"tangent {i}")
+    checked = [_check_tangent(p, t, f"hvp({f.py_func.__qualname__}): tangent {i}")
                for i, (p, t) in enumerate(zip(primals, tangents))]
     active = frozenset(i for i, p in enumerate(primals) if _kind(p) != "none")
     argtypes = tuple(f.typeof_pyval(p) for p in primals)
     one = _unit_cotangent(f, argtypes, "hvp")
-    rule = derived_hvp_rule(f, argtypes, 1, active)
+    with compile_lock():
+        rule = derived_hvp_rule(f, argtypes, 1, active)
     _, (_, hv) = rule(*primals, one, *[t for t in checked if t is not None])
     return tuple(hv)
 
@@ -49,7 +56,8 @@ def hessian(f, argnums: int = 0):
     (a float for a float argument)."""
     _check_njit(f, "hessian")
     if isinstance(argnums, bool) or not isinstance(argnums, int):
-        raise ArgumentError(f"hessian: argnums must be an int, got {argnums!r} (a Hessian with "
+        raise ArgumentError(f"hessian({f.py_func.__qualname__}): argnums must be an int, got "
+                            f"{argnums!r} (a Hessian with "
                             f"respect to several arguments: pack them into one array)")
     names = list(inspect.signature(f.py_func).parameters)
 
@@ -86,10 +94,10 @@ def _hessian_ir(f, argtypes: tuple, argnum: int, names: list):
 
 def _unit_cotangent(f, argtypes: tuple, api: str):
     """1 of the output's type, checked to be a float before any second-order rule is built."""
-    out_type = derived_reverse_rule(f, argtypes).ir.return_type.elements[0]
+    out_type = reverse_rule(f, argtypes).ir.return_type.elements[0]
     if not isinstance(out_type, FloatType):
         raise UnsupportedError(f"{api} of a function returning {out_type}",
-                               function=f.py_func.__qualname__,
+                               function=f.py_func.__qualname__, loc=_def_loc(f),
                                hint=f"{api} needs a scalar float output")
     return np.float32(1.0) if out_type.bits == 32 else 1.0
 

@@ -10,14 +10,17 @@ compiles a small wrapper that seeds the output's adjoint with 1 and picks the gr
 from __future__ import annotations
 
 import inspect
+import linecache
+import numbers
 
 import numpy as np
 
 from .ad.derived import derived_reverse_rule, derived_reverse_split
-from .api import ArgumentError, _check_argnum, _check_njit, copy_arguments as _copy
+from .api import (ArgumentError, _check_argnum, _check_arguments, _check_njit,
+                  _def_loc, compile_lock, copy_arguments as _copy)
 from .errors import UnsupportedError
 from .ir import Builder
-from .ir.types import FloatType, from_numba, is_differentiable
+from .ir.types import ArrayType, ComplexType, FloatType, TupleType, from_numba, is_differentiable
 from .lower import DerivedDispatcher
 
 
@@ -37,7 +40,42 @@ def build_rrule(f, *args):
     `rule(*args, dout) -> (out, grads)` whose `.ir` is its moonlite IR (forward sweep and
     pullback), with one gradient per argument (None for arguments without one)."""
     _check_njit(f, "build_rrule")
-    return derived_reverse_rule(f, tuple(f.typeof_pyval(a) for a in args))
+    _check_arguments(f, args, "build_rrule")
+    return reverse_rule(f, tuple(f.typeof_pyval(a) for a in args))
+
+
+def reverse_rule(f, argtypes: tuple):
+    """`derived_reverse_rule`, refusing complex numbers (the reverse pass has no adjoints for
+    them, and would silently drop their contribution)."""
+    with compile_lock():
+        rule = derived_reverse_rule(f, tuple(argtypes))
+    refuse_complex(f, argtypes, rule.ir)
+    return rule
+
+
+def refuse_complex(f, argtypes: tuple, fn) -> None:
+    """Raise UnsupportedError at the first op of `fn` (a reverse rule or its forward sweep) that
+    takes or makes a complex number."""
+    if getattr(fn, "_moonlite_no_complex", False):
+        return
+    for op in fn.ops():
+        values = list(op.operands) + ([op.result] if op.result is not None else [])
+        if any(_mentions_complex(v.type) for v in values):
+            loc = op.loc
+            raise UnsupportedError(
+                "differentiating complex numbers in reverse mode",
+                function=f.py_func.__qualname__, argtypes=tuple(str(t) for t in argtypes),
+                loc=loc, source_line=linecache.getline(loc.filename, loc.line) if loc.line else "",
+                hint="split the computation into real and imaginary parts")
+    fn._moonlite_no_complex = True
+
+
+def _mentions_complex(t) -> bool:
+    if isinstance(t, TupleType):
+        return any(_mentions_complex(e) for e in t.elements)
+    if isinstance(t, ArrayType):
+        return isinstance(t.dtype, ComplexType)
+    return isinstance(t, ComplexType)
 
 
 def _gradient_dispatcher(f, argnums, with_value: bool):
@@ -46,7 +84,8 @@ def _gradient_dispatcher(f, argnums, with_value: bool):
     nums = argnums if isinstance(argnums, tuple) else (argnums,)
     for n in nums:
         if isinstance(n, bool) or not isinstance(n, int):
-            raise ArgumentError(f"{api}: argnums must be an int or a tuple of ints, got {n!r}")
+            raise ArgumentError(f"{api}({f.py_func.__qualname__}): argnums must be an int or a "
+                                f"tuple of ints, got {n!r}")
     names = list(inspect.signature(f.py_func).parameters)
 
     def derive(argtypes: tuple):
@@ -67,11 +106,12 @@ def _gradient_ir(f, argtypes: tuple, argnums, with_value: bool, api: str):
         if not is_differentiable(t):
             raise ArgumentError(f"{api}({name}): argument {n} has type {t}; gradients exist "
                                 f"for floats, float arrays and tuples holding them only")
-    rule = derived_reverse_rule(f, tuple(argtypes))
+    rule = reverse_rule(f, tuple(argtypes))
     out_type = rule.ir.return_type.elements[0]
     if not isinstance(out_type, FloatType):
         raise UnsupportedError(f"{api} of a function returning {out_type}", function=name,
-                               argtypes=tuple(types), hint="grad needs a scalar float output; "
+                               argtypes=tuple(types), loc=_def_loc(f),
+                               hint="grad needs a scalar float output; "
                                "use jacfwd for vector outputs")
     b = Builder.new_function(f"{api}_{f.py_func.__name__}", types,
                              list(inspect.signature(f.py_func).parameters), out_type)
@@ -100,17 +140,21 @@ def vjp(f, *primals):
     your arguments hold what they held before the call again.
     """
     _check_njit(f, "vjp")
-    sweep, pull = derived_reverse_split(f, tuple(f.typeof_pyval(p) for p in primals))
+    _check_arguments(f, primals, "vjp")
+    argtypes = tuple(f.typeof_pyval(p) for p in primals)
+    with compile_lock():
+        sweep, pull = derived_reverse_split(f, argtypes)
+    refuse_complex(f, argtypes, sweep.ir)
     out, state = sweep(*primals)
-    template = np.asarray(out)
     # what f left in the arguments, in case they are changed before the pullback runs
     after = [p.copy() if isinstance(p, np.ndarray) else None for p in primals]
     used = []
 
     def pullback(dout):
-        _check_cotangent(dout, out, template)
+        _check_cotangent(dout, out, f"vjp({f.py_func.__qualname__}) pullback")
         if used:
-            raise ArgumentError("this pullback was already used: call vjp again")
+            raise ArgumentError(f"vjp({f.py_func.__qualname__}): this pullback was already used: "
+                                f"call vjp again")
         used.append(True)
         for arg, left in zip(primals, after):
             if left is not None:
@@ -127,14 +171,16 @@ def jacrev(f, argnums=0):
     _check_njit(f, "jacrev")
 
     def jacobian(*args):
+        _check_arguments(f, args, "jacrev")
         nums = argnums if isinstance(argnums, tuple) else (argnums,)
         for n in nums:
-            _check_argnum(n, args, "jacrev")
-        rule = derived_reverse_rule(f, tuple(f.typeof_pyval(a) for a in args))
+            _check_argnum(n, args, f"jacrev({f.py_func.__qualname__})")
+        rule = reverse_rule(f, tuple(f.typeof_pyval(a) for a in args))
         out = f(*_copy(args))
         float_array = isinstance(out, np.ndarray) and np.issubdtype(out.dtype, np.floating)
         if not (float_array or isinstance(out, (float, np.floating))):
-            raise ArgumentError(f"jacrev: the function must return a float or a float array, "
+            raise ArgumentError(f"jacrev({f.py_func.__qualname__}): the function must return "
+                                f"a float or a float array, "
                                 f"got {type(out).__name__}")
         rows = {n: [] for n in nums}
         size = int(np.size(out))
@@ -154,20 +200,33 @@ def jacrev(f, argnums=0):
     return jacobian
 
 
-def _check_cotangent(dout, out, template) -> None:
+def _check_cotangent(dout, out, where: str) -> None:
     if isinstance(out, np.ndarray):
         if not isinstance(dout, np.ndarray) or dout.shape != out.shape \
                 or dout.dtype != out.dtype:
             got = (f"shape {dout.shape} and dtype {dout.dtype}" if isinstance(dout, np.ndarray)
                    else type(dout).__name__)
-            raise ArgumentError(f"the cotangent must have shape {out.shape} and dtype "
+            raise ArgumentError(f"{where}: the cotangent must have shape {out.shape} and dtype "
                                 f"{out.dtype} like the output, got {got}")
     elif np.ndim(dout) != 0:
-        raise ArgumentError(f"the output is a scalar: its cotangent must be a scalar, got an "
+        raise ArgumentError(f"{where}: the output is a scalar: its cotangent must be a scalar, "
+                            f"got an "
                             f"array of shape {np.shape(dout)}")
+    elif not _is_real(dout):
+        raise ArgumentError(f"{where}: the output is a float: its cotangent must be a real "
+                            f"number, got "
+                            f"{type(dout).__name__}")
 
 
 def _as_cotangent(dout, out):
     if isinstance(out, np.ndarray):
         return dout
     return type(out)(dout) if isinstance(out, np.floating) else float(dout)
+
+
+def _is_real(value) -> bool:
+    """A real number, or a 0-d array holding one."""
+    if isinstance(value, np.ndarray):
+        return value.ndim == 0 and (np.issubdtype(value.dtype, np.floating)
+                                    or np.issubdtype(value.dtype, np.integer))
+    return isinstance(value, numbers.Real)

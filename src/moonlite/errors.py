@@ -59,13 +59,18 @@ class UnsupportedError(MoonliteError):
         if self.argtypes is not None:
             sig = "(" + ", ".join(str(t) for t in self.argtypes) + ")"
         lines = [f"moonlite does not support {self.construct}",
-                 f"  in function {self.function}{sig}",
-                 f"  at {self.loc.filename}:{self.loc.line}"]
+                 f"  in function {self.function}{sig}"]
+        if self.loc != UNKNOWN_LOC:  # (a numpy ufunc, say, has no source to point at)
+            lines.append(f"  at {self.loc.filename}:{self.loc.line}")
         if source_line:
             lines.append(f"  > {source_line.strip()}")
         if self.hint:
             lines.append(f"  what to do: {self.hint}")
         return "\n".join(lines)
+
+
+class ArgumentError(MoonliteError, ValueError):
+    """Arguments given to a moonlite API function do not fit the function being differentiated."""
 
 
 class CaptureError(MoonliteError):

@@ -2,15 +2,17 @@
 
 A derived rule is built once per (function, numba argument types, mode parameters) and reused:
 by the public API, and by passes that meet a call of an njit function inside a kernel. Building
-is guarded by a re-entrant lock, so several threads asking for the same rule get one rule, and a
+is guarded by numba's own re-entrant compiler lock (one lock: a `grad(f)` dispatcher compiling in
+one thread holds numba's lock when it asks for a rule, so a separate lock taken in the other
+order by `jvp` in another thread deadlocked), so several threads asking for the same rule get
+one rule, and a
 derivation that meets a call of a function already being derived (recursion) is refused with a
 clear error rather than looping.
 """
 
 from __future__ import annotations
 
-import threading
-
+from .. import _numba as nb
 from ..capture import capture_types
 from ..errors import UnsupportedError
 from ..debug import verified, verified_in_debug
@@ -18,7 +20,7 @@ from ..lower import lower
 from ..lower.dispatcher import quiet_performance_warnings
 from .forward import forward_transform
 
-_lock = threading.RLock()
+_lock = nb.global_compiler_lock
 _cache: dict = {}
 _in_progress: set = set()
 
@@ -35,6 +37,7 @@ def derived_forward_rule(f, argtypes: tuple, width: int = 1, active=None):
         if key in _in_progress:
             raise UnsupportedError(
                 "recursive functions in forward mode", function=_name(f), argtypes=argtypes,
+                loc=_def_line(f), source_line=_source_of_def(f),
                 hint="rewrite the recursion as a loop, or write a custom rule for the function")
         _in_progress.add(key)
         try:
@@ -136,6 +139,18 @@ def _call_through(f, argtypes: tuple):
     b.position_at_end(b.new_block("entry"))
     b.ret(b.call(f, list(b.function.args), type=result))
     return b.function
+
+
+def _def_line(f):
+    from ..errors import SourceLoc, UNKNOWN_LOC
+    code = getattr(getattr(f, "py_func", f), "__code__", None)
+    return SourceLoc(code.co_filename, code.co_firstlineno) if code is not None else UNKNOWN_LOC
+
+
+def _source_of_def(f) -> str:
+    import linecache
+    loc = _def_line(f)
+    return linecache.getline(loc.filename, loc.line) if loc.line else ""
 
 
 def _name(f) -> str:

@@ -122,7 +122,7 @@ _SHAPE_MISMATCH = "moonlite: an adjoint's shape does not match its array's (a bu
 def sum_to_shape_1d(g, like):
     n = like.shape[0]
     if g.shape[0] == n:
-        return g
+        return np.ascontiguousarray(g)  # one return type (no copy if C)
     if n != 1:
         raise ValueError(_SHAPE_MISMATCH)
     out = np.zeros(1, g.dtype)
@@ -134,7 +134,7 @@ def sum_to_shape_1d(g, like):
 def sum_to_shape_2d(g, like):
     r, c = like.shape[0], like.shape[1]
     if g.shape[0] == r and g.shape[1] == c:
-        return g
+        return np.ascontiguousarray(g)  # one return type (no copy if C)
     if (r != 1 and r != g.shape[0]) or (c != 1 and c != g.shape[1]):
         raise ValueError(_SHAPE_MISMATCH)
     out = np.zeros((r, c), g.dtype)
@@ -148,7 +148,7 @@ def sum_to_shape_2d(g, like):
 def sum_to_shape_3d(g, like):
     p, r, c = like.shape[0], like.shape[1], like.shape[2]
     if g.shape[0] == p and g.shape[1] == r and g.shape[2] == c:
-        return g
+        return np.ascontiguousarray(g)  # one return type (no copy if C)
     if (p != 1 and p != g.shape[0]) or (r != 1 and r != g.shape[1]) \
             or (c != 1 and c != g.shape[2]):
         raise ValueError(_SHAPE_MISMATCH)
@@ -166,7 +166,7 @@ def same_size_or_raise(g, like):
     if g.size != like.size:
         raise ValueError("moonlite: broadcasting over axes of length 1 of arrays with more "
                          "than 3 dimensions is not supported in reverse mode")
-    return g
+    return np.ascontiguousarray(g)
 
 
 SUM_TO_SHAPE = {1: sum_to_shape_1d, 2: sum_to_shape_2d, 3: sum_to_shape_3d}

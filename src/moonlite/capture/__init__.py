@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import linecache
 import re
 
 from .. import _numba as nb
@@ -43,6 +44,17 @@ def _type(f, argtypes: tuple) -> TypedIR:
                                hint="numba itself cannot compile this construct in nopython "
                                     "mode; rewrite it") from None
     except nb.numba_errors.NumbaError as exc:
+        if "Cannot modify readonly array" in str(exc):
+            loc = getattr(exc, "loc", None)
+            where = (SourceLoc(loc.filename, loc.line or 0) if loc is not None
+                     and getattr(loc, "filename", None) else _func_loc(f))
+            raise UnsupportedError(
+                "writing into a read-only array (a global or closure array, which numba "
+                "freezes into a constant, or a read-only argument)",
+                function=f.py_func.__qualname__, argtypes=tuple(str(t) for t in argtypes),
+                loc=where, source_line=linecache.getline(where.filename, where.line),
+                hint="pass the array as an argument (a writeable one) and write into that"
+                ) from None
         sig = ", ".join(str(t) for t in argtypes)
         raise CaptureError(f"numba could not compile {f.py_func.__qualname__}({sig}) "
                            f"for moonlite to capture it:\n{_plain(str(exc))}") from None

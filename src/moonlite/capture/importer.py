@@ -21,8 +21,10 @@ from ..ir import ops
 from ..ir.builder import Builder
 from ..ir.cfg import Dominators, predecessors
 from ..ir.cleanup import remove_dead_code
+from ..ir.verifier import _Problems, _check_schema
 from ..ir.core import Block, Function, Value
-from ..ir.types import ArrayType, BoolType, FloatType, IntType, TupleType, from_numba, none
+from ..ir.types import (ArrayType, BoolType, FloatType, IntType, OpaqueType, TupleType,
+                        from_numba, none)
 from . import statics as st
 from .iterators import CountedLoop, NotIterable, counted_loop
 from .pipeline import TypedIR
@@ -62,7 +64,9 @@ class Importer:
         for label in order:
             self._import_block(label, self.fir.blocks[label])
         self._fill_phis()
-        return remove_dead_code(self.b.function)
+        fn = remove_dead_code(self.b.function)
+        self._refuse_ill_typed_ops(fn)
+        return fn
 
     def _new_function(self) -> Builder:
         names, types_ = [], []
@@ -123,6 +127,18 @@ class Importer:
                              "return an array of the values instead of yielding them",
                              self._loc(self.fir.loc))
 
+    def _refuse_ill_typed_ops(self, fn: Function) -> None:
+        """A last check: an op whose operand types moonlite's IR does not allow (an operator on
+        strings, indexing something that is neither an array nor a tuple, ...) is refused here,
+        naming the source line, rather than failing verification later with an IR dump."""
+        for op in fn.ops():
+            problems = _Problems()
+            _check_schema(op, problems)
+            if problems.items:
+                types = ", ".join(str(_user_type(v.type)) for v in op.operands)
+                self.unsupported(f"{_construct_of(op)} ({op.mnemonic()} on {types})",
+                                 _hint_of(op), op.loc)
+
     def _unsupported_stmt(self, stmt):
         what = {ir.Print: ("print()", "remove the print from the kernel you differentiate"),
                 ir.EnterWith: ("`with` blocks (objmode and context managers)",
@@ -164,6 +180,8 @@ class Importer:
         return from_numba(self.typemap[var.name])
 
     def bind(self, target, bound) -> None:
+        if isinstance(bound, Value) and _is_container(bound.type):
+            self.unsupported(_container_construct(bound.type), _CONTAINER_HINT)
         if isinstance(bound, Value) and bound.hint is None and not target.name.startswith("$"):
             bound.hint = target.name.split(".")[0]
         self.bindings[target.name] = bound
@@ -538,6 +556,45 @@ class Importer:
         undef = ops.Undef((), t, self.b.function.loc)
         self.b.function.entry.insert(0, undef)
         return undef.result
+
+
+_CONTAINER_HINT = ("pass a numpy array (or a tuple) instead: moonlite follows derivatives through "
+                   "arrays and tuples, not through containers")
+
+
+def _is_container(t) -> bool:
+    return isinstance(t, OpaqueType) and isinstance(
+        t.numba_type, (nbt.ListType, nbt.DictType, nbt.List, nbt.Set, nbt.ListTypeIterableType,
+                       nbt.DictItemsIterableType, nbt.DictKeysIterableType,
+                       nbt.DictValuesIterableType))
+
+
+def _container_construct(t) -> str:
+    if isinstance(t.numba_type, (nbt.List, nbt.Set)):
+        return f"Python lists and sets ({t.numba_type}; a list argument, list() or set())"
+    return f"numba typed containers (numba.typed.List and numba.typed.Dict; {t.numba_type})"
+
+
+def _is_string(t) -> bool:
+    return isinstance(t, OpaqueType) and isinstance(
+        t.numba_type, (nbt.UnicodeType, nbt.UnicodeCharSeq, nbt.CharSeq, nbt.Bytes))
+
+
+def _user_type(t):
+    return t.numba_type if isinstance(t, OpaqueType) else t
+
+
+def _construct_of(op) -> str:
+    if any(_is_string(v.type) for v in op.operands):
+        return "operations on strings"
+    return "this operation on these types"
+
+
+def _hint_of(op) -> str:
+    if any(_is_string(v.type) for v in op.operands):
+        return ("choose between code paths outside the kernel and pass a number (an int flag) "
+                "instead of a string")
+    return "apply operators to numbers and arrays, and index arrays and tuples only"
 
 
 def _hashable(obj) -> bool:

@@ -10,11 +10,12 @@ the dispatcher machinery that makes the result callable from Python and from oth
 from __future__ import annotations
 
 import contextlib
+import inspect
 import keyword
 import warnings
 
 from .. import _numba as nb
-from ..errors import LoweringError
+from ..errors import ArgumentError, LoweringError
 from ..ir.core import Function
 from .emit import NumbaEmitter
 
@@ -80,6 +81,9 @@ class MoonliteDispatcher(_QuietCompile, nb.CPUDispatcher):
         return f"<moonlite compiled {self.ir.name}({', '.join(map(str, self.ir.argtypes))})>"
 
 
+_dispatcher_call = nb.CPUDispatcher.__call__  # the C dispatcher's call (type dispatch, no Python)
+
+
 class DerivedDispatcher(_QuietCompile, nb.CPUDispatcher):
     """A numba dispatcher whose IR is derived for each signature it is compiled for: `derive`
     maps numba argument types to a moonlite Function (for example: capture `f` for those types
@@ -92,6 +96,23 @@ class DerivedDispatcher(_QuietCompile, nb.CPUDispatcher):
         stub = _stub(name, argnames)
         stub.__moonlite_derive__ = self._derive_and_keep
         super().__init__(stub, targetoptions={"nopython": True}, pipeline_class=LoweringPipeline)
+
+    def __call__(self, *args, **kws):
+        try:
+            return _dispatcher_call(self, *args, **kws)
+        except TypeError:
+            self._check_call(args, kws)
+            raise
+
+    def _check_call(self, args: tuple, kws: dict) -> None:
+        """numba's dispatcher says 'not enough arguments: expected 2, got 1' without naming the
+        function: raise an ArgumentError that does."""
+        try:
+            inspect.signature(self.py_func).bind(*args, **kws)
+        except TypeError as exc:
+            params = ", ".join(inspect.signature(self.py_func).parameters)
+            raise ArgumentError(f"{self.py_func.__name__}: {exc} (it takes ({params}), got "
+                                f"{len(args) + len(kws)} argument(s))") from None
 
     def _derive_and_keep(self, argtypes: tuple) -> Function:
         fn = self._derive(argtypes)
