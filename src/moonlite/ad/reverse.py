@@ -271,7 +271,7 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
             if isinstance(old.type, TupleType) and _has_adjoint(old.type):
                 self._refuse_nested(old, None)
                 for k, t in enumerate(old.type.elements):
-                    if _is_float_array(t) and not t.readonly:
+                    if _is_float_array(t):
                         entry = self.b.tuple_getitem(new, k)
                         self.shadows[Entry(old, k)] = self.b.call(np.zeros_like, [entry],
                                                                   type=_writable(t))
@@ -284,7 +284,9 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
                                    "pass the inner tuples' entries as separate arguments")
 
     def _make_shadow(self, old: Value, new: Value, shadow: Optional[Value] = None) -> None:
-        if not _is_float_array(old.type) or old.type.readonly:
+        # a read-only array is a constant unless it is an argument or a view of one
+        if not _is_float_array(old.type) or (old.type.readonly and shadow is None
+                                               and not isinstance(old, Argument)):
             return
         if shadow is None:
             shadow = self.b.call(np.zeros_like, [new], type=_writable(old.type))
@@ -384,7 +386,7 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
         self.emit_clone(op)
         self.after_definition(op)
         result = op.result
-        if result is not None and _is_float_array(result.type) and not result.type.readonly:
+        if result is not None and _is_float_array(result.type):
             self._make_shadow(result, self.values[result], self._shadow_of_result(op))
 
     def _shadow_of_result(self, op: Op) -> Optional[Value]:
