@@ -526,6 +526,32 @@ def tuple_with_array_arg(p, y):
     return w * np.sum(v * v) + y * v[0]
 
 
+@numba.njit
+def streaming_mixture(theta, x, k):
+    # a mixture log-likelihood (the GMM objective's shape): four nested loops, a streaming
+    # logsumexp with a branch. numba put the outer loop's `iternext` in a block after the loop
+    # header; moonlite's counter never advanced and every mode looped forever (fixed in capture)
+    n, d = x.shape
+    total = 0.0
+    for i in range(n):
+        best, acc = -np.inf, 0.0
+        for c in range(k):
+            sq = 0.0
+            for r in range(d):
+                y = math.exp(theta[r]) * (x[i, r] - theta[r])
+                for j in range(r):
+                    y += theta[j] * (x[i, j] - theta[j])
+                sq += y * y
+            v = theta[c] - 0.5 * sq
+            if v > best:
+                acc = acc * math.exp(best - v) + 1.0
+                best = v
+            else:
+                acc += math.exp(v - best)
+        total += best + math.log(acc)
+    return total
+
+
 # ---------------------------------------------------------------------------
 # calls to other njit functions
 # ---------------------------------------------------------------------------
@@ -971,6 +997,10 @@ CASES: list[Case] = [
     Case("tuple_with_array_arg", tuple_with_array_arg,
          lambda: ((_scalar(99), _vec(99, 4)), _scalar(98)),
          tags=_tags("tuple", "array", "numpy")),
+
+    Case("streaming_mixture", streaming_mixture,
+         lambda: (_vec(160, 6) * 0.3, np.abs(_vec(161, 12)).reshape(4, 3), 2), fixed=(1,),
+         tags=_tags("loop", "branch", "math", "array", "int")),
 
     # calls
     Case("helper_called_twice", helper_called_twice,

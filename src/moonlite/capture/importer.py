@@ -523,8 +523,24 @@ class Importer:
                 phi.add_incoming(pred, self._phi_operand(var, phi, pred))
         dom = Dominators(fn)
         for phi, start, nxt, header in self.loop_phis:
+            header = self._move_to_loop_header(phi, header, preds, dom)
             for pred in preds[header]:
                 phi.add_incoming(pred, nxt if dom.dominates(header, pred) else start)
+
+    @staticmethod
+    def _move_to_loop_header(phi, block: Block, preds: dict, dom) -> Block:
+        """The block the loop's back edge enters. numba may put `iternext` in a block that the
+        header (holding only numba's phis) jumps to; a counter phi there would never see the
+        back edge, and the loop would never end. Move the phi up to the header."""
+        header = block
+        while not any(dom.dominates(header, p) for p in preds[header]) \
+                and len(preds[header]) == 1 and isinstance(preds[header][0].terminator, ops.Jump):
+            header = preds[header][0]
+        if header is block or not any(dom.dominates(header, p) for p in preds[header]):
+            return block
+        block.ops.remove(phi)
+        header.insert(len(header.phis), phi)
+        return header
 
     def _phi_operand(self, var, phi, pred: Block) -> Value:
         if var is ir.UNDEFINED or not isinstance(var, ir.Var):
