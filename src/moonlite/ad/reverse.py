@@ -659,7 +659,7 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
         while isinstance(contribution.type, ArrayType) and contribution.type.ndim > ndim:
             contribution = self.b.call(np.sum, [contribution],
                                        {"axis": self.b.const(0, int64)})
-        if isinstance(contribution.type, ArrayType) and ndim > 0:
+        if isinstance(contribution.type, ArrayType) and contribution.type.ndim == ndim > 0:
             # numba's `shadow += contribution` does not check shapes: never skip this
             helper = SUM_TO_SHAPE.get(ndim, same_size_or_raise)
             contribution = self.b.call(helper, [contribution, shadow])  # shaped like operand

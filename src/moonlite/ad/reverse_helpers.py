@@ -113,7 +113,9 @@ def add_stacked_piece(shadow, g, k, axis):
 # Broadcasting: the adjoint of an operand numpy stretched along an axis of length 1 is summed
 # along that axis. Whether an axis has length 1 is known only at run time, and numba's
 # `shadow += g` does not check shapes (it reads past g's end), so every array adjoint with the
-# operand's number of dimensions goes through one of these (chosen by that number).
+# operand's number of dimensions goes through one of these (chosen by that number). An adjoint
+# with length 1 where the operand has more (np.sum with an axis sends one) is returned as it is:
+# `+=` stretches it correctly. Any other mismatch raises.
 
 _SHAPE_MISMATCH = "moonlite: an adjoint's shape does not match its array's (a bug: please report it)"
 
@@ -121,8 +123,8 @@ _SHAPE_MISMATCH = "moonlite: an adjoint's shape does not match its array's (a bu
 @numba.njit
 def sum_to_shape_1d(g, like):
     n = like.shape[0]
-    if g.shape[0] == n:
-        return np.ascontiguousarray(g)  # one return type (no copy if C)
+    if g.shape[0] == n or g.shape[0] == 1:
+        return np.ascontiguousarray(g)  # as it is (`+=` stretches a length-1 axis); no copy if C
     if n != 1:
         raise ValueError(_SHAPE_MISMATCH)
     out = np.zeros(1, g.dtype)
@@ -133,13 +135,14 @@ def sum_to_shape_1d(g, like):
 @numba.njit
 def sum_to_shape_2d(g, like):
     r, c = like.shape[0], like.shape[1]
-    if g.shape[0] == r and g.shape[1] == c:
-        return np.ascontiguousarray(g)  # one return type (no copy if C)
-    if (r != 1 and r != g.shape[0]) or (c != 1 and c != g.shape[1]):
+    gr, gc = g.shape[0], g.shape[1]
+    if (gr == r or gr == 1) and (gc == c or gc == 1):
+        return np.ascontiguousarray(g)  # as it is (`+=` stretches length-1 axes); no copy if C
+    if (r != 1 and r != gr) or (c != 1 and c != gc):
         raise ValueError(_SHAPE_MISMATCH)
     out = np.zeros((r, c), g.dtype)
-    for i in range(g.shape[0]):
-        for j in range(g.shape[1]):
+    for i in range(gr):
+        for j in range(gc):
             out[min(i, r - 1), min(j, c - 1)] += g[i, j]
     return out
 
@@ -147,15 +150,15 @@ def sum_to_shape_2d(g, like):
 @numba.njit
 def sum_to_shape_3d(g, like):
     p, r, c = like.shape[0], like.shape[1], like.shape[2]
-    if g.shape[0] == p and g.shape[1] == r and g.shape[2] == c:
-        return np.ascontiguousarray(g)  # one return type (no copy if C)
-    if (p != 1 and p != g.shape[0]) or (r != 1 and r != g.shape[1]) \
-            or (c != 1 and c != g.shape[2]):
+    gp, gr, gc = g.shape[0], g.shape[1], g.shape[2]
+    if (gp == p or gp == 1) and (gr == r or gr == 1) and (gc == c or gc == 1):
+        return np.ascontiguousarray(g)  # as it is (`+=` stretches length-1 axes); no copy if C
+    if (p != 1 and p != gp) or (r != 1 and r != gr) or (c != 1 and c != gc):
         raise ValueError(_SHAPE_MISMATCH)
     out = np.zeros((p, r, c), g.dtype)
-    for h in range(g.shape[0]):
-        for i in range(g.shape[1]):
-            for j in range(g.shape[2]):
+    for h in range(gp):
+        for i in range(gr):
+            for j in range(gc):
                 out[min(h, p - 1), min(i, r - 1), min(j, c - 1)] += g[h, i, j]
     return out
 
