@@ -47,11 +47,12 @@ def check_jvp(f, *args, rtol: float = 1e-5, atol: float = 1e-7, seed: int = 0,
     out, dout = jvp(f, ours_args, ours_tangents)
     _check_primal(f, args, out)
     estimates = [_central_difference(f, args, tangents, h) for h in STEP_SIZES]
-    _check_against(_flatten(dout, out), [e[0] for e in estimates], rtol, atol, "output")
+    _check_against(_flatten(dout, out), [e[0] for e in estimates], rtol, atol,
+                   "derivative of the output")
     for i, a in enumerate(args):
         if _kind(a) == "array" and not np.array_equal(ours_args[i], a):
             _check_against(np.ravel(ours_tangents[i]), [e[1][i] for e in estimates], rtol, atol,
-                           f"argument {i} (written by the function)")
+                           f"derivative of argument {i} (written by the function)")
 
 
 def _random_tangent(a, rng):
@@ -122,12 +123,15 @@ def _check_primal(f, args, out) -> None:
 def _check_against(ad: np.ndarray, estimates: list, rtol: float, atol: float, what: str,
                    kind: str = "central finite differences", steps=STEP_SIZES) -> None:
     ad = np.asarray(ad, dtype=float)
+    if not np.all(np.isfinite(ad)) and all(np.all(np.isfinite(e)) for e in estimates):
+        raise AssertionError(f"moonlite's {what} is not finite where {kind} are: moonlite "
+                             f"gives {ad}, {kind} {estimates[len(estimates) // 2]}")
     errors = [np.max(np.abs(ad - e), initial=0.0) for e in estimates]
     best = int(np.argmin(errors))
     scale = np.max(np.abs(ad), initial=0.0)
     if not errors[best] <= atol + rtol * scale:
         raise AssertionError(
-            f"the derivative of the {what} disagrees with {kind}: "
+            f"the {what} disagrees with {kind}: "
             f"max abs error {errors[best]:.3e} at the best step size {steps[best]:g} "
             f"(tolerance {atol + rtol * scale:.3e});\n  moonlite: {ad}\n  finite differences: "
             f"{estimates[best]}")

@@ -20,12 +20,17 @@ def softplus(x):
     return math.log1p(math.exp(x))
 
 
+@numba.njit
+def sigmoid(x):
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0.0 else math.exp(x) / (1.0 + math.exp(x))
+
+
 @moonlite.custom_jvp(softplus)
 @numba.njit
 def softplus_jvp(primals, tangents):
     (x,), (dx,) = primals, tangents
     stable = max(x, 0.0) + math.log1p(math.exp(-abs(x)))
-    return stable, dx / (1.0 + math.exp(-x))  # the derived exp(x) / (1 + exp(x)) overflows
+    return stable, dx * sigmoid(x)  # the derived exp(x) / (1 + exp(x)) overflows
 
 
 @numba.njit
