@@ -17,6 +17,8 @@ from typing import Callable, Optional
 import numba
 import numpy as np
 
+from common import logsumexp, rosenbrock  # the kernels bench_reverse.py measures too
+
 
 @dataclass
 class Kernel:
@@ -39,14 +41,6 @@ def scalar_loop(x):
 
 
 @numba.njit
-def rosenbrock(x):
-    s = 0.0
-    for i in range(x.shape[0] - 1):
-        s += 100.0 * (x[i + 1] - x[i] * x[i]) ** 2 + (1.0 - x[i]) ** 2
-    return s
-
-
-@numba.njit
 def ode(state0, k, dt, steps):
     # explicit Euler on a ring of damped oscillators, the state updated in place
     state = state0.copy()
@@ -55,12 +49,6 @@ def ode(state0, k, dt, steps):
         for i in range(n):
             state[i] += dt * (-k * state[i] + math.sin(state[(i + 1) % n]))
     return np.sum(state * state)
-
-
-@numba.njit
-def logsumexp(x):
-    m = np.max(x)
-    return m + np.log(np.sum(np.exp(x - m)))
 
 
 @numba.njit

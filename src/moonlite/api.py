@@ -171,20 +171,26 @@ def jvp(f, primals: Sequence, tangents: Sequence):
     the forward rule writes into arrays: after the call every input array holds what `f` leaves
     in it, and the tangent array given for it describes that new value.
     """
-    _check_njit(f, "jvp")
-    primals = _as_tuple(primals, "primals", f"jvp({f.py_func.__qualname__})")
-    tangents = _as_tuple(tangents, "tangents", f"jvp({f.py_func.__qualname__})")
-    _check_arguments(f, primals, "jvp")
-    _refuse_complex_arguments(f, primals, "jvp")
-    if len(primals) != len(tangents):
-        raise ArgumentError(f"jvp({f.py_func.__qualname__}) needs one tangent per primal: got "
-                            f"{len(primals)} primals and "
-                            f"{len(tangents)} tangents")
-    checked = [_check_tangent(p, t, f"jvp({f.py_func.__qualname__}): tangent {i}")
-               for i, (p, t) in enumerate(zip(primals, tangents))]
+    primals, checked = checked_primals_and_tangents(f, primals, tangents, "jvp")
     rule = _rule_for(f, primals, 1, "jvp")
     out, dout = rule(*primals, *[t for t in checked if t is not None])
     return out, (None if _is_none_tangent(dout) else dout)
+
+
+def checked_primals_and_tangents(f, primals, tangents, api: str) -> tuple:
+    """(primals, tangents) as tuples, after checking `f`, the primals, and one tangent of the
+    right shape and dtype per primal (`api` names the caller in errors)."""
+    _check_njit(f, api)
+    name = f"{api}({f.py_func.__qualname__})"
+    primals = _as_tuple(primals, "primals", name)
+    tangents = _as_tuple(tangents, "tangents", name)
+    _check_arguments(f, primals, api)
+    _refuse_complex_arguments(f, primals, api)
+    if len(primals) != len(tangents):
+        raise ArgumentError(f"{name} needs one tangent per primal: got {len(primals)} primals "
+                            f"and {len(tangents)} tangents")
+    return primals, [_check_tangent(p, t, f"{name}: tangent {i}")
+                     for i, (p, t) in enumerate(zip(primals, tangents))]
 
 
 def build_frule(f, *args):

@@ -15,8 +15,8 @@ from typing import Sequence
 import numpy as np
 
 from .ad.derived import derived_hvp_rule
-from .api import (ArgumentError, _as_tuple, _check_arguments, _check_njit, _check_tangent,
-                  _def_loc, _kind, _refuse_complex_arguments, compile_lock)
+from .api import (ArgumentError, _check_njit, _def_loc, _kind, checked_primals_and_tangents,
+                  compile_lock)
 from .api_reverse import reverse_rule
 from .errors import UnsupportedError
 from .ir import Builder
@@ -30,17 +30,7 @@ def hvp(f, primals: Sequence, tangents: Sequence) -> tuple:
     """Hessian-vector products of scalar-valued `f` at `primals` along `tangents`: one entry per
     primal, shaped like it (None for int and bool arguments), the Hessian of `f` with respect to
     all its float arguments applied to the direction `tangents`."""
-    _check_njit(f, "hvp")
-    primals = _as_tuple(primals, "primals", f"hvp({f.py_func.__qualname__})")
-    tangents = _as_tuple(tangents, "tangents", f"hvp({f.py_func.__qualname__})")
-    _check_arguments(f, primals, "hvp")
-    _refuse_complex_arguments(f, primals, "hvp")
-    if len(primals) != len(tangents):
-        raise ArgumentError(f"hvp({f.py_func.__qualname__}) needs one tangent per primal: got "
-                            f"{len(primals)} primals and "
-                            f"{len(tangents)} tangents")
-    checked = [_check_tangent(p, t, f"hvp({f.py_func.__qualname__}): tangent {i}")
-               for i, (p, t) in enumerate(zip(primals, tangents))]
+    primals, checked = checked_primals_and_tangents(f, primals, tangents, "hvp")
     active = frozenset(i for i, p in enumerate(primals) if _kind(p) != "none")
     argtypes = tuple(f.typeof_pyval(p) for p in primals)
     one = _unit_cotangent(f, argtypes, "hvp")
