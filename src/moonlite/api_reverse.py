@@ -16,11 +16,12 @@ import numbers
 import numpy as np
 
 from .ad.derived import derived_reverse_rule, derived_reverse_split
+from .ad.tangents import mentions_complex
 from .api import (ArgumentError, _check_argnum, _check_arguments, _check_njit,
                   _def_loc, compile_lock, copy_arguments as _copy)
 from .errors import UnsupportedError
 from .ir import Builder
-from .ir.types import ArrayType, ComplexType, FloatType, TupleType, from_numba, is_differentiable
+from .ir.types import FloatType, from_numba, is_differentiable
 from .lower import DerivedDispatcher
 
 
@@ -60,7 +61,7 @@ def refuse_complex(f, argtypes: tuple, fn) -> None:
         return
     for op in fn.ops():
         values = list(op.operands) + ([op.result] if op.result is not None else [])
-        if any(_mentions_complex(v.type) for v in values):
+        if any(mentions_complex(v.type) for v in values):
             loc = op.loc
             raise UnsupportedError(
                 "differentiating complex numbers in reverse mode",
@@ -68,14 +69,6 @@ def refuse_complex(f, argtypes: tuple, fn) -> None:
                 loc=loc, source_line=linecache.getline(loc.filename, loc.line) if loc.line else "",
                 hint="split the computation into real and imaginary parts")
     fn._moonlite_no_complex = True
-
-
-def _mentions_complex(t) -> bool:
-    if isinstance(t, TupleType):
-        return any(_mentions_complex(e) for e in t.elements)
-    if isinstance(t, ArrayType):
-        return isinstance(t.dtype, ComplexType)
-    return isinstance(t, ComplexType)
 
 
 def _gradient_dispatcher(f, argnums, with_value: bool):
@@ -126,8 +119,6 @@ def _gradient_ir(f, argtypes: tuple, argnums, with_value: bool, api: str):
     b.function.return_type = value.type
     b.ret(value)
     return b.function
-
-
 
 
 def vjp(f, *primals):

@@ -37,13 +37,14 @@ from ..errors import UnsupportedError
 from ..ir import Builder, ops, reverse_post_order
 from ..ir.clone import clone_op
 from ..ir.core import Function, Op, Value
-from ..ir.types import ArrayType, ComplexType, FloatType, TupleType, none
+from ..ir.types import ArrayType, FloatType, TupleType, none
 from ..rules import RuleNotApplicable, lookup_jvp
 from ..rules.custom import call_jvp, lookup_custom
 from .opinfo import (describe as _describe, keyword_values as _keyword_values,
                      positional as _positional, primitive as _primitive)
 from .readonly import never_written
-from .tangents import ZERO, coerce_tangent, is_differentiable, materialize, tangent_type
+from .tangents import (ZERO, coerce_tangent, is_differentiable, materialize, mentions_complex,
+                       tangent_type)
 
 # Calls that write into an array argument: differentiating them needs a rule that does the
 # same to the tangent, never the default "result carries no tangent" shortcut.
@@ -129,7 +130,7 @@ class _ForwardPass:
 
     def _refuse_complex(self, op: Op) -> None:
         values = list(op.operands) + ([op.result] if op.result is not None else [])
-        if any(_mentions_complex(v.type) for v in values):
+        if any(mentions_complex(v.type) for v in values):
             raise self.unsupported(op, "differentiating complex numbers",
                                    "split the computation into real and imaginary parts")
 
@@ -515,17 +516,6 @@ _INPLACE_TANGENT = {ops.Add: _inplace_add, ops.Sub: _inplace_sub, ops.Mul: _inpl
 
 
 # --- helpers ---------------------------------------------------------------------------------
-
-
-
-
-def _mentions_complex(t) -> bool:
-    if isinstance(t, TupleType):
-        return any(_mentions_complex(e) for e in t.elements)
-    if isinstance(t, ArrayType):
-        return isinstance(t.dtype, ComplexType)
-    return isinstance(t, ComplexType)
-
 
 
 def _any_layout(t):

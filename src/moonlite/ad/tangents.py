@@ -20,7 +20,7 @@ import numpy as np
 
 from ..ir.builder import Builder
 from ..ir.core import Value
-from ..ir.types import ArrayType, FloatType, IntType, TupleType, Type, none
+from ..ir.types import ArrayType, ComplexType, FloatType, IntType, TupleType, Type, none
 
 
 class _Zero:
@@ -45,6 +45,16 @@ def tangent_type(t: Type) -> Optional[Type]:
             return None
         return TupleType(tuple(none if e is None else e for e in elements))
     return None
+
+
+def mentions_complex(t: Type) -> bool:
+    """True for complex scalars, complex arrays and tuples holding either (never
+    differentiated: forward mode and the reverse-mode API refuse them)."""
+    if isinstance(t, TupleType):
+        return any(mentions_complex(e) for e in t.elements)
+    if isinstance(t, ArrayType):
+        return isinstance(t.dtype, ComplexType)
+    return isinstance(t, ComplexType)
 
 
 def is_differentiable(t: Type) -> bool:

@@ -153,7 +153,8 @@ def cholesky_fwd(a):
 @numba.njit(cache=False)
 def cholesky_bwd(l, g):
     linv = np.linalg.inv(l)
-    gs = np.ascontiguousarray(linv.T) @ _phi(np.ascontiguousarray(l.T) @ np.ascontiguousarray(g)) @ linv
+    lt_g = np.ascontiguousarray(l.T) @ np.ascontiguousarray(g)
+    gs = np.ascontiguousarray(linv.T) @ _phi(lt_g) @ linv
     return (_to_lower(gs),)
 
 
