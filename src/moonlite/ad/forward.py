@@ -40,6 +40,7 @@ from ..ir.core import Function, Op, Value
 from ..ir.types import ArrayType, FloatType, TupleType, none
 from ..rules import RuleNotApplicable, lookup_jvp
 from ..rules.custom import call_jvp, lookup_custom
+from .dual_alloc import emit_stacked, stackable
 from .opinfo import (describe as _describe, keyword_values as _keyword_values,
                      positional as _positional, primitive as _primitive)
 from .readonly import never_written
@@ -199,6 +200,8 @@ class _ForwardPass:
         if isinstance(op, ops.Call) and nb.is_njit_dispatcher(op.callee) \
                 and lookup_jvp(op.callee) is None:
             return self.on_njit_call(op)
+        if stackable(op):
+            return self.on_stackable_allocation(op)
         mutates = isinstance(op, ops.MethodCall) and op.method in _MUTATING_METHODS
         new = self.clone(op)
         result = op.result
@@ -214,6 +217,12 @@ class _ForwardPass:
         if result is not None and is_differentiable(result.type):
             self.set_tangents(result, [self._as_result_tangent(result, t) for t in out])
             self._debug_check(op, f"the tangent {_describe(op)} returned")
+
+    def on_stackable_allocation(self, op: ops.Call) -> None:
+        """A fresh array and its zero tangents as rows of one block (`dual_alloc.py`)."""
+        primal, tangents = emit_stacked(self.b, op, self.values[op.positional[0]], self.width)
+        self.values[op.result] = primal
+        self.set_tangents(op.result, tangents)
 
     def _debug_check(self, op: Op, what: str, always: bool = False) -> None:
         """Debug mode: check at run time that each direction's tangent of an array result has
