@@ -17,7 +17,7 @@ import numpy as np
 from numba.core.compiler_lock import global_compiler_lock
 
 from . import _numba as nb
-from .ad.derived import derived_forward_rule
+from .ad.derived import api_cached, derived_forward_rule
 from .errors import ArgumentError, SourceLoc, UnsupportedError
 
 # jacfwd pushes this many tangent directions through one evaluation of the kernel.
@@ -40,6 +40,20 @@ def _kind(value) -> str:
                                       and np.issubdtype(value.dtype, np.complexfloating)):
         return "complex"
     return "none"
+
+
+def value_key(f, value):
+    """A cheap key determining the numba type of argument `value` of `f` (numba's own `typeof`
+    costs microseconds per array in Python): dtype, rank and flags for arrays."""
+    if isinstance(value, np.ndarray):
+        flags = value.flags
+        return (value.dtype, value.ndim, flags.c_contiguous, flags.f_contiguous,
+                flags.writeable, flags.aligned)
+    if isinstance(value, (float, np.floating, np.integer, np.bool_, bool)) or value is None:
+        return type(value)
+    if isinstance(value, tuple):
+        return tuple(value_key(f, v) for v in value)
+    return f.typeof_pyval(value)  # e.g. a Python int: int64 or uint64 by its size
 
 
 def _check_njit(f, api: str) -> None:
@@ -156,9 +170,14 @@ def _check_tangent(primal, tangent, where: str):
 def _rule_for(f, primals: tuple, width: int, api: str, active=None):
     _check_njit(f, api)
     _check_arguments(f, primals, api)
-    argtypes = tuple(f.typeof_pyval(p) for p in primals)
-    with compile_lock():
-        return derived_forward_rule(f, argtypes, width, active)
+    key = ("forward", f, width, active, tuple(value_key(f, p) for p in primals))
+
+    def build():
+        argtypes = tuple(f.typeof_pyval(p) for p in primals)
+        with compile_lock():
+            return derived_forward_rule(f, argtypes, width, active)
+
+    return api_cached(key, build)
 
 
 # --- jvp ---------------------------------------------------------------------------------------

@@ -14,9 +14,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .ad.derived import derived_hvp_rule
+from .ad.derived import api_cached, derived_hvp_rule
 from .api import (ArgumentError, _check_njit, _def_loc, _kind, checked_primals_and_tangents,
-                  compile_lock)
+                  compile_lock, value_key)
 from .api_reverse import reverse_rule
 from .errors import UnsupportedError
 from .ir import Builder
@@ -31,13 +31,18 @@ def hvp(f, primals: Sequence, tangents: Sequence) -> tuple:
     primal, shaped like it (None for int and bool arguments), the Hessian of `f` with respect to
     all its float arguments applied to the direction `tangents`."""
     primals, checked = checked_primals_and_tangents(f, primals, tangents, "hvp")
+    key = ("hvp", f, tuple(value_key(f, p) for p in primals))
+    rule, one = api_cached(key, lambda: _hvp_rule(f, primals))
+    _, (_, hv) = rule(*primals, one, *[t for t in checked if t is not None])
+    return tuple(hv)
+
+
+def _hvp_rule(f, primals: tuple) -> tuple:
     active = frozenset(i for i, p in enumerate(primals) if _kind(p) != "none")
     argtypes = tuple(f.typeof_pyval(p) for p in primals)
     one = _unit_cotangent(f, argtypes, "hvp")
     with compile_lock():
-        rule = derived_hvp_rule(f, argtypes, 1, active)
-    _, (_, hv) = rule(*primals, one, *[t for t in checked if t is not None])
-    return tuple(hv)
+        return derived_hvp_rule(f, argtypes, 1, active), one
 
 
 def hessian(f, argnums: int = 0):

@@ -23,6 +23,7 @@ from .forward import forward_transform
 _lock = nb.global_compiler_lock
 _cache: dict = {}
 _in_progress: set = set()
+_api_cache: dict = {}  # keys built from Python values (no numba typeof, no lock) -> API entries
 
 
 def derived_forward_rule(f, argtypes: tuple, width: int = 1, active=None):
@@ -107,6 +108,19 @@ def clear_cache() -> None:
     """Forget every derived rule (a custom rule registered later may change them)."""
     with _lock:
         _cache.clear()
+        _api_cache.clear()
+
+
+def api_cached(key, build):
+    """What `build()` returns, built once per `key`: the public API's per-call fast path. A
+    lookup takes no lock (dict reads are atomic); building takes the compiler lock."""
+    entry = _api_cache.get(key)
+    if entry is None:
+        with _lock:
+            entry = _api_cache.get(key)
+            if entry is None:
+                entry = _api_cache[key] = build()
+    return entry
 
 
 def primal_ir(f, argtypes: tuple, forward: bool = False):

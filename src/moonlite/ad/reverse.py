@@ -93,6 +93,8 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
         self.exit_of: dict = {}     # forward block of fn -> copy holding its terminator
         self.shadows: dict = {}     # float array value of fn -> shadow Value (forward sweep)
         self.adjoints: dict = {}    # float value of fn -> LocalVar
+        self._zeros_in_block = (None, set())  # see _zero_adjoints
+        self._local_values = None  # see _used_only_in_own_block
         self.kept: dict = {}        # value (or shadow key) -> ("local", LocalVar) | ("tape", tape)
         self.phis: list = []
         self.shadow_alias: dict = {}  # in-place result -> the array it updated
@@ -242,18 +244,53 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
         return var
 
     def accumulate(self, old: Value, contribution: Optional[Value]) -> None:
-        """adjoint(old) += contribution, for a float `old` (arrays go through their shadow)."""
+        """adjoint(old) += contribution, for a float `old` (arrays go through their shadow).
+
+        An adjoint known to be zero here takes the contribution as it is: LLVM may not fold
+        `0.0 + c` into `c` (they differ when c is -0.0), and these additions lengthened the
+        pullback's dependency chains (rosenbrock's gradient: 4.1x the primal with them, 3.1x
+        with fast-math `nsz`). Only the sign of a zero gradient can change."""
         if contribution is None or not _is_float(old.type):
             return
         var = self.adjoint_var(old)
-        self.b.store(var, self.b.add(self.b.load(var), self.b.cast(contribution, old.type)))
+        contribution = self.b.cast(contribution, old.type)
+        zeros = self._zero_adjoints()
+        if old in zeros:
+            zeros.discard(old)
+            self.b.store(var, contribution)
+            return
+        self.b.store(var, self.b.add(self.b.load(var), contribution))
 
     def take_adjoint(self, old: Value) -> Value:
         """Read adjoint(old) and reset it to zero (the definition of `old` is reached)."""
         var = self.adjoint_var(old)
         value = self.b.load(var)
         self.b.store(var, self.b.const(0.0, var.type))
+        self._zero_adjoints().add(old)
         return value
+
+    def _zero_adjoints(self, start=None) -> set:
+        """Values whose adjoint is known to hold zero where the builder emits: those reset
+        earlier in the current block, and (`start`, given when a block's pullback begins) values
+        used only in their own block, whose adjoint the previous pass through that block reset.
+        accumulate and take_adjoint are the adjoints' only writers after the entry block's
+        initialisation; the set is forgotten when the builder moves to another block."""
+        block, zeros = self._zeros_in_block
+        if block is not self.b.block or start is not None:
+            zeros = set(start or ())
+            self._zeros_in_block = (self.b.block, zeros)
+        return zeros
+
+    def _used_only_in_own_block(self) -> set:
+        """Float values of fn all of whose uses are ordinary ops of the block defining them (a
+        phi's operand gets its adjoint on an edge, so it never counts)."""
+        if self._local_values is None:
+            home = {op.result: block for block in self.fn.blocks for op in block.ops
+                    if op.result is not None and _is_float(op.result.type)}
+            outside = {v for block in self.fn.blocks for op in block.ops for v in op.operands
+                       if isinstance(op, ops.Phi) or home.get(v) is not block}
+            self._local_values = {v for v in home if v not in outside}
+        return self._local_values
 
     def shadow(self, old: Value) -> Optional[Value]:
         """In the pullback: the shadow array of the float array `old` (None for constants)."""
@@ -488,6 +525,8 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
 
     def _reverse_block(self, block: Block) -> None:
         self.b.position_at_end(self.rblocks[block])
+        own = self._used_only_in_own_block()
+        self._zero_adjoints(start=[op.result for op in block.ops if op.result in own])
         for op in reversed(block.ops):
             if isinstance(op, (ops.Phi, ops.Jump, ops.Branch, ops.Raise)):
                 continue
