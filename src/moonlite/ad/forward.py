@@ -29,6 +29,8 @@ One handler per op class (`_HANDLERS`); a construct with no handler or rule rais
 from __future__ import annotations
 
 import linecache
+
+import numpy as np
 from typing import Optional
 
 from .. import _numba as nb
@@ -299,12 +301,18 @@ class _ForwardPass:
         if all(t is None for t in tangents):
             return None
         keywords = {k: v for k, v in zip(getattr(new, "kwnames", ()), _keyword_values(new))}
+        self.b.known_calls = _reusable_result(new)
         try:
-            return rule(self.b, _positional(new), tangents, keywords)
+            tangent = rule(self.b, _positional(new), tangents, keywords)
         except RuleNotApplicable as exc:
             raise self.unsupported(op, f"differentiating {_describe(op)}: {exc}",
                                    "write a custom rule for this signature "
                                    "(moonlite.rules.defrule)") from None
+        finally:
+            self.b.known_calls = {}
+        if tangent is not None and tangent is getattr(new, "result", None):
+            tangent = self.b.call(np.copy, [tangent])  # never the primal array itself
+        return tangent
 
     def _as_result_tangent(self, result: Value, tangent):
         if tangent is None:
@@ -537,6 +545,15 @@ def _any_layout(t):
 
 def _tangent_hint(value: Value) -> Optional[str]:
     return f"d{value.hint}" if value.hint else None
+
+
+def _reusable_result(new: Op) -> dict:
+    """The primal call a rule may ask for again (`np.exp(x)` in the rule of `np.exp`): a
+    ufunc's result, which the rule reads before anything can write to it. An array ufunc
+    computed twice cost logsumexp's HVP two passes over its data."""
+    if isinstance(new, ops.Call) and isinstance(new.callee, np.ufunc) and not new.kwnames:
+        return {(id(new.callee), tuple(map(id, new.operands))): new.result}
+    return {}
 
 
 def _unique(names: list) -> list:

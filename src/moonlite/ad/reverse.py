@@ -55,7 +55,7 @@ from .reverse_reads import active_operands, reads, rematerializable
 from .reverse_split import split_rule
 from .reverse_types import (Entry, grad_type as _grad_type, has_adjoint as _has_adjoint,
                             is_float as _is_float, is_float_array as _is_float_array,
-                            writable as _writable)
+                            unit_tangent, writable as _writable)
 
 
 def reverse_transform(fn: Function) -> Function:
@@ -665,13 +665,17 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
                                                           _keyword_values(op))))
         for k in active:
             unit = [None] * len(operands)
-            unit[k] = _unit_like(self.b, primals[k])
+            unit[k] = unit_tangent(self.b, primals[k])
             try:
                 derivative = rule(self.b, primals, tuple(unit), keywords)
             except RuleNotApplicable as exc:
                 raise self.unsupported(op, f"differentiating {_describe(op)}: {exc}",
                                        "write a custom rule for this signature") from None
             if derivative is None:
+                continue
+            derivative = _without_unit_factor(derivative, unit[k])
+            if derivative is unit[k] and _is_float_array(result.type):
+                self._send(operands[k], adjoint)  # d(x + y)/dx: the adjoint itself
                 continue
             self._send(operands[k], self.b.mul(adjoint, derivative))
 
@@ -874,15 +878,22 @@ def _elementwise(op: Op) -> bool:
 _ELEMENTWISE_FUNCTIONS = (np.where, np.clip, np.sinc)  # numpy functions, not ufuncs
 
 
+def _without_unit_factor(derivative: Value, unit: Value) -> Value:
+    """`d` for a derivative the rule built as `unit * d` or `d * unit` (most rules multiply the
+    tangent by the partial derivative): 1 * d is d, and an array product costs a pass."""
+    op = getattr(derivative, "op", None)
+    if isinstance(op, ops.Mul) and unit in op.operands:
+        other = op.rhs if op.lhs is unit else op.lhs
+        if other.type == derivative.type:
+            return other
+    return derivative
+
+
 def _mentions_array(op: Op) -> bool:
     values = list(op.operands) + ([op.result] if op.result is not None else [])
     return any(isinstance(v.type, ArrayType) for v in values)
 
 
-def _unit_like(b: Builder, primal: Value) -> Value:
-    if isinstance(primal.type, ArrayType):
-        return b.call(np.ones_like, [primal])
-    return b.const(1.0, primal.type) if _is_float(primal.type) else b.const(1.0)
 
 
 

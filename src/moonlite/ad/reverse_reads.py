@@ -28,6 +28,7 @@ from ..rules.custom import lookup_custom
 from .opinfo import (hashable as _hashable, is_math_call, keyword_values as _keyword_values,
                      positional as _positional, primitive as _primitive)
 from .readonly import never_written
+from .reverse_types import unit_tangent
 
 _CHEAP_INT_OPS = (ops.Add, ops.Sub, ops.Mul, ops.Neg, ops.Lt, ops.Le, ops.Gt, ops.Ge, ops.Eq,
                   ops.Ne, ops.Cast, ops.TupleGetItem, ops.GetAttr, ops.Select, ops.Mod,
@@ -129,10 +130,8 @@ def _dry_run(primitive, types: tuple, kwnames: tuple, kwtypes: tuple,
     args = b.function.args
     primals, keywords = tuple(args[:len(types)]), dict(zip(kwnames, args[len(types):]))
     for k in active:
-        t = types[k]
         unit = [None] * len(types)
-        unit[k] = b.const(1.0, t) if isinstance(t, FloatType) else b.call(np.ones_like,
-                                                                          [primals[k]])
+        unit[k] = unit_tangent(b, primals[k])
         rule(b, primals, tuple(unit), keywords)
     used = {v for op in b.function.ops() for v in op.operands}
     return frozenset(k for k, a in enumerate(primals) if a in used)

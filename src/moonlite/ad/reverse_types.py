@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..ir.builder import Builder
 from ..ir.core import Value
 from ..ir.types import ArrayType, FloatType, TupleType, none
 
@@ -44,6 +45,20 @@ class Entry:
     @property
     def type(self):
         return self.value.type.elements[self.index]
+
+
+def unit_tangent(b: Builder, primal: Value) -> Value:
+    """The unit tangent rv_elementwise feeds an elementwise forward rule: a scalar 1 of the
+    operand's float type, also for arrays (the rule's output broadcasts to the result's shape).
+    A ones array cost an allocation and a multiplication per adjoint, and, in forward over
+    reverse, a zero tangent array and more multiplications."""
+    t = primal.type.dtype if isinstance(primal.type, ArrayType) else primal.type
+    if not is_float(t):
+        return b.const(1.0)
+    if isinstance(primal.type, ArrayType) and t.bits != 64:
+        # array expressions cannot hold a float32 literal (see rules/numpy_rules._const)
+        return b.cast(b.const(1.0), t)
+    return b.const(1.0, t)
 
 
 def writable(t: ArrayType) -> ArrayType:

@@ -22,6 +22,9 @@ class Builder:
         self.block: Optional[Block] = None
         self._before_terminator = False
         self.loc: SourceLoc = function.loc
+        # (callee, operands) -> Value: a pure call that `call` returns instead of emitting it
+        # again (set by forward mode while a rule runs: see _ForwardPass._apply)
+        self.known_calls: dict = {}
 
     # --- functions and blocks ------------------------------------------------------------------
 
@@ -112,6 +115,10 @@ class Builder:
     def call(self, callee, args: Sequence[Value], kwargs: Optional[dict] = None,
              type: Optional[Type] = None, hint=None) -> Value:
         kwargs = kwargs or {}
+        if not kwargs and self.known_calls:
+            known = self.known_calls.get((id(callee), tuple(map(id, args))))
+            if known is not None and (type is None or type == known.type):
+                return known
         if type is None:
             type = typing.call_result_type(callee, [a.type for a in args],
                                            {k: v.type for k, v in kwargs.items()})
