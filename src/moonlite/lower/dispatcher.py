@@ -149,8 +149,17 @@ def _make_stub(fn: Function):
 
 
 def _identifiers(names: list) -> list:
-    return [n if n.isidentifier() and not keyword.iskeyword(n) else f"arg{i}"
-            for i, n in enumerate(names)]
+    """Distinct Python identifiers for argument names: a vjp pullback's state arguments are
+    named after values (`state0` for the first kept `state`), which may repeat an argument's
+    name, and a repeated name made the stub a SyntaxError."""
+    out, seen = [], set()
+    for i, n in enumerate(names):
+        n = n if n.isidentifier() and not keyword.iskeyword(n) else f"arg{i}"
+        while n in seen:
+            n = f"{n}_{i}"
+        seen.add(n)
+        out.append(n)
+    return out
 
 
 def _stub(name: str, argnames: list):
