@@ -45,11 +45,11 @@ def build_rrule(f, *args):
     return reverse_rule(f, tuple(f.typeof_pyval(a) for a in args))
 
 
-def reverse_rule(f, argtypes: tuple):
+def reverse_rule(f, argtypes: tuple, active=None):
     """`derived_reverse_rule`, refusing complex numbers (the reverse pass has no adjoints for
     them, and would silently drop their contribution)."""
     with compile_lock():
-        rule = derived_reverse_rule(f, tuple(argtypes))
+        rule = derived_reverse_rule(f, tuple(argtypes), active)
     refuse_complex(f, argtypes, rule.ir)
     return rule
 
@@ -99,7 +99,7 @@ def _gradient_ir(f, argtypes: tuple, argnums, with_value: bool, api: str):
         if not is_differentiable(t):
             raise ArgumentError(f"{api}({name}): argument {n} has type {t}; gradients exist "
                                 f"for floats, float arrays and tuples holding them only")
-    rule = reverse_rule(f, tuple(argtypes))
+    rule = reverse_rule(f, tuple(argtypes), frozenset(n % len(types) for n in nums))
     out_type = rule.ir.return_type.elements[0]
     if not isinstance(out_type, FloatType):
         raise UnsupportedError(f"{api} of a function returning {out_type}", function=name,

@@ -50,18 +50,20 @@ def derived_forward_rule(f, argtypes: tuple, width: int = 1, active=None):
         return rule
 
 
-def derived_reverse_rule(f, argtypes: tuple):
+def derived_reverse_rule(f, argtypes: tuple, active=None):
     """The compiled reverse rule of njit function `f` for numba `argtypes`:
-    `rule(*args, dout) -> (out, grads)` with one gradient per argument."""
+    `rule(*args, dout) -> (out, grads)` with one gradient per argument (`None` for an array
+    argument outside `active` that `f` never writes: see `reverse_transform`)."""
     from .inline import inline_njit_calls
     from .reverse import reverse_transform
-    key = ("reverse", f, tuple(argtypes))
+    active = None if active is None else frozenset(active)
+    key = ("reverse", f, tuple(argtypes), active)
     with _lock:
         rule = _cache.get(key)
         if rule is None:
             flat = verified(inline_njit_calls(verified_in_debug(primal_ir(f, argtypes), "capture")),
                             "inlining")
-            rule = _cache[key] = lower(verified(reverse_transform(flat), "reverse mode"))
+            rule = _cache[key] = lower(verified(reverse_transform(flat, active), "reverse mode"))
         return rule
 
 

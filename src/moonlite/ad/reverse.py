@@ -51,6 +51,7 @@ from .reverse_arrays import CALL_ADJOINTS, METHOD_ADJOINTS, ArrayAdjoints, _name
 from .reverse_custom import CustomRuleAdjoints
 from .reverse_helpers import SUM_TO_SHAPE, masked_add, same_size_or_raise, scatter_add
 from .reverse_loops import find_inductions
+from .readonly import never_written
 from .reverse_reads import active_operands, reads, rematerializable
 from .reverse_split import split_rule
 from .reverse_types import (Entry, grad_type as _grad_type, has_adjoint as _has_adjoint,
@@ -58,9 +59,13 @@ from .reverse_types import (Entry, grad_type as _grad_type, has_adjoint as _has_
                             unit_tangent, writable as _writable)
 
 
-def reverse_transform(fn: Function) -> Function:
-    """The gradient function of `fn` (see the module docstring); `fn` is left untouched."""
-    return _ReversePass(fn).run()
+def reverse_transform(fn: Function, active=None) -> Function:
+    """The gradient function of `fn` (see the module docstring); `fn` is left untouched.
+
+    `active` (argument indices, default all) says which gradients are wanted: an array argument
+    outside it that `fn` never writes is a constant (no shadow, gradient `None`), so data arrays
+    cost nothing in the pullback."""
+    return _ReversePass(fn, active).run()
 
 
 def reverse_transform_split(fn: Function) -> tuple:
@@ -73,13 +78,18 @@ def reverse_transform_split(fn: Function) -> tuple:
 
 
 class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
-    def __init__(self, fn: Function):
+    def __init__(self, fn: Function, active=None):
         self.fn = fn
         out = fn.return_type
         if not (_is_float(out) or _is_float_array(out)):
             raise self.unsupported(None, f"reverse mode of a function returning {out}",
                                    "return a float or a float array")
-        grads = TupleType(tuple(_grad_type(a.type) for a in fn.args))
+        # arrays without shadows: inactive read-only data, and views of them
+        self.constant_arrays = {a for i, a in enumerate(fn.args) if active is not None
+                                and i not in active and _is_float_array(a.type)
+                                and never_written(fn, a)}
+        grads = TupleType(tuple(none if a in self.constant_arrays else _grad_type(a.type)
+                                for a in fn.args))
         names = [a.name for a in fn.args] + ["dout"]
         # an array output is returned as a copy taken at the return (the pullback then undoes
         # writes): a C-contiguous array whatever the layout of the value returned
@@ -323,7 +333,8 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
 
     def _shadow_arguments(self) -> None:
         for old, new in zip(self.fn.args, self.b.function.args):
-            self._make_shadow(old, new)
+            if old not in self.constant_arrays:
+                self._make_shadow(old, new)
             if isinstance(old.type, TupleType) and _has_adjoint(old.type):
                 self._refuse_nested(old, None)
                 for k, t in enumerate(old.type.elements):
@@ -443,6 +454,9 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
         self.after_definition(op)
         result = op.result
         if result is not None and _is_float_array(result.type):
+            if _view_source(op) in self.constant_arrays:
+                self.constant_arrays.add(result)  # a view of constant data
+                return
             self._make_shadow(result, self.values[result], self._shadow_of_result(op))
 
     def _shadow_of_result(self, op: Op) -> Optional[Value]:
