@@ -496,8 +496,8 @@ def is_constant(value: Value) -> bool:
 
 class LocalVar:
     """A named mutable slot of one type, like an LLVM alloca: AD passes keep adjoints and values
-    the reverse sweep needs in these. Lowering makes it an ordinary numba variable, so numba's
-    SSA reconstruction turns it back into registers and phis."""
+    the reverse sweep needs in these. Lowering makes it an ordinary numba variable, whose stack
+    slot LLVM's mem2reg turns back into registers and phis."""
 
     def __init__(self, type, name: str):
         self.type = type

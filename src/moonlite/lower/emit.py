@@ -2,9 +2,9 @@
 
 The emitted IR is untyped, as if numba's bytecode front end had produced it: numba then types it,
 inserts reference counting and generates LLVM. Each moonlite op becomes the numba expression a
-Python programmer's code would have produced, so numba compiles it exactly as it compiles njit
-code. SSA phis leave by copies on incoming edges (critical edges are split first, and copies
-that would clobber each other go through temporaries); numba's own SSA pass rebuilds its phis.
+Python programmer's code would have produced, so numba compiles it as it compiles njit code
+(without its SSA reconstruction: see `dispatcher.LoweringPipeline`). SSA phis leave by copies on incoming edges (critical edges are split first, and copies
+that would clobber each other go through temporaries); LLVM's mem2reg rebuilds the phis.
 """
 
 from __future__ import annotations
@@ -279,8 +279,8 @@ class NumbaEmitter:
         self.current.append(ir.Return(ret, loc))
 
     def local(self, var: ops.LocalVar) -> ir.Var:
-        """The numba variable standing for a moonlite local (assigned many times: numba's SSA
-        reconstruction makes registers and phis of it)."""
+        """The numba variable standing for a moonlite local (assigned many times: LLVM's
+        mem2reg makes registers and phis of its stack slot)."""
         v = self.locals.get(var)
         if v is None:
             v = self.locals[var] = self._fresh(f"local_{var.name}")
