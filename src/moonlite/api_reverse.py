@@ -21,7 +21,7 @@ from .api import (ArgumentError, _check_argnum, _check_arguments, _check_njit,
                   _def_loc, compile_lock, copy_arguments as _copy)
 from .errors import UnsupportedError
 from .ir import Builder
-from .ir.types import FloatType, from_numba, is_differentiable
+from .ir.types import ArrayType, FloatType, from_numba, is_differentiable
 from .lower import DerivedDispatcher
 
 
@@ -99,7 +99,7 @@ def _gradient_ir(f, argtypes: tuple, argnums, with_value: bool, api: str):
         if not is_differentiable(t):
             raise ArgumentError(f"{api}({name}): argument {n} has type {t}; gradients exist "
                                 f"for floats, float arrays and tuples holding them only")
-    rule = reverse_rule(f, tuple(argtypes), frozenset(n % len(types) for n in nums))
+    rule = reverse_rule(f, tuple(argtypes), _active(types, nums))
     out_type = rule.ir.return_type.elements[0]
     if not isinstance(out_type, FloatType):
         raise UnsupportedError(f"{api} of a function returning {out_type}", function=name,
@@ -119,6 +119,16 @@ def _gradient_ir(f, argtypes: tuple, argnums, with_value: bool, api: str):
     b.function.return_type = value.type
     b.ret(value)
     return b.function
+
+
+def _active(types: list, nums: tuple):
+    """The argument indices whose gradients are wanted, or None (all) when that makes no
+    difference to the reverse pass (every float array is wanted): one rule then serves grad,
+    hvp and vjp alike instead of two being compiled."""
+    active = frozenset(n % len(types) for n in nums)
+    arrays = {i for i, t in enumerate(types) if isinstance(t, ArrayType)
+              and isinstance(t.dtype, FloatType)}
+    return None if arrays <= active else active
 
 
 def vjp(f, *primals):
