@@ -16,12 +16,13 @@ import numbers
 import numpy as np
 
 from .ad.derived import derived_reverse_rule, derived_reverse_split
+from .ad.reverse_types import is_float_array
 from .ad.tangents import mentions_complex
 from .api import (ArgumentError, _check_argnum, _check_arguments, _check_njit,
                   _def_loc, compile_lock, copy_arguments as _copy)
 from .errors import UnsupportedError
 from .ir import Builder
-from .ir.types import ArrayType, FloatType, from_numba, is_differentiable
+from .ir.types import FloatType, from_numba, is_differentiable
 from .lower import DerivedDispatcher
 
 
@@ -126,8 +127,7 @@ def _active(types: list, nums: tuple):
     difference to the reverse pass (every float array is wanted): one rule then serves grad,
     hvp and vjp alike instead of two being compiled."""
     active = frozenset(n % len(types) for n in nums)
-    arrays = {i for i, t in enumerate(types) if isinstance(t, ArrayType)
-              and isinstance(t.dtype, FloatType)}
+    arrays = {i for i, t in enumerate(types) if is_float_array(t)}
     return None if arrays <= active else active
 
 

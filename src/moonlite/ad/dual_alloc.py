@@ -45,34 +45,31 @@ _OF_SHAPE = (np.zeros, np.empty)
 
 def stackable(op: Op) -> bool:
     """True for an allocation whose primal and tangents can share one block."""
+    t = op.result.type if op.result is not None else None
+    return (isinstance(t, ArrayType) and isinstance(t.dtype, FloatType) and t.layout == "C"
+            and not t.readonly and _helper(op) is not None)
+
+
+def _helper(op: Op):
+    """The njit function allocating `op`'s block, or None if `op` is no allocation it serves
+    (by position only, without a dtype: the block's dtype must be the result's)."""
     if not isinstance(op, ops.Call) or op.kwnames or len(op.positional) != 1:
-        return False
-    t = op.result.type
-    if not (isinstance(t, ArrayType) and isinstance(t.dtype, FloatType) and t.layout == "C"
-            and not t.readonly):
-        return False
-    arg = op.positional[0].type
+        return None
+    t, arg = op.result.type, op.positional[0].type
     if any(op.callee is f for f in _LIKE):
-        return isinstance(arg, ArrayType) and arg.dtype == t.dtype and arg.ndim == t.ndim
-    if any(op.callee is f for f in _OF_SHAPE):
-        return t.dtype.bits == 64 and (isinstance(arg, IntType) or _is_int_tuple(arg))
-    return False
-
-
-def _is_int_tuple(t) -> bool:
-    return isinstance(t, TupleType) and all(isinstance(e, IntType) for e in t.elements)
+        if isinstance(arg, ArrayType) and arg.dtype == t.dtype and arg.ndim == t.ndim:
+            return stacked_zeros_like
+    elif any(op.callee is f for f in _OF_SHAPE) and t.dtype.bits == 64:
+        if isinstance(arg, IntType):
+            return stacked_zeros_of_length
+        if isinstance(arg, TupleType) and all(isinstance(e, IntType) for e in arg.elements):
+            return stacked_zeros_of_shape
+    return None
 
 
 def emit_stacked(b, op: Op, arg, width: int) -> tuple:
     """Emit the block and its rows: (primal, [tangent per direction]). `stackable(op)` holds, so
     a row (an int index into a C-ordered block) has the primal's type."""
-    rows = b.const(1 + width)
-    if any(op.callee is f for f in _LIKE):
-        helper = stacked_zeros_like
-    elif isinstance(arg.type, IntType):
-        helper = stacked_zeros_of_length
-    else:
-        helper = stacked_zeros_of_shape
-    block = b.call(helper, [arg, rows])
+    block = b.call(_helper(op), [arg, b.const(1 + width)])
     views = [b.getitem(block, b.const(k), type=op.result.type) for k in range(1 + width)]
     return views[0], views[1:]

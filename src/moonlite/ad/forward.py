@@ -29,9 +29,9 @@ One handler per op class (`_HANDLERS`); a construct with no handler or rule rais
 from __future__ import annotations
 
 import linecache
+from typing import Optional
 
 import numpy as np
-from typing import Optional
 
 from .. import _numba as nb
 from ..debug import debug_enabled, emit_shape_check

@@ -47,11 +47,11 @@ from ..rules.custom import lookup_custom
 from .opinfo import (describe as _describe, hashable as _hashable,
                      keyword_values as _keyword_values, positional as _positional,
                      primitive as _primitive, writes_no_memory)
+from .readonly import never_written
 from .reverse_arrays import CALL_ADJOINTS, METHOD_ADJOINTS, ArrayAdjoints, _name
 from .reverse_custom import CustomRuleAdjoints
 from .reverse_helpers import SUM_TO_SHAPE, masked_add, same_size_or_raise, scatter_add
 from .reverse_loops import find_inductions
-from .readonly import never_written
 from .reverse_reads import active_operands, reads, rematerializable
 from .reverse_split import split_rule
 from .reverse_types import (Entry, grad_type as _grad_type, has_adjoint as _has_adjoint,
@@ -247,13 +247,8 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
         loop read a copied state array."""
         value = self._loaded_once.get(var)
         if value is None:
-            block, before = self.b.block, self.b._before_terminator
-            self.b.position_before_terminator(self.resume)
-            value = self._loaded_once[var] = self.b.load(var)
-            if before:
-                self.b.position_before_terminator(block)
-            else:
-                self.b.position_at_end(block)
+            with self.b.before_terminator_of(self.resume):
+                value = self._loaded_once[var] = self.b.load(var)
         return value
 
     def release(self, old: Value, key=None) -> None:
@@ -925,13 +920,6 @@ def _without_unit_factor(derivative: Value, unit: Value) -> Value:
 def _mentions_array(op: Op) -> bool:
     values = list(op.operands) + ([op.result] if op.result is not None else [])
     return any(isinstance(v.type, ArrayType) for v in values)
-
-
-
-
-
-
-
 
 
 def _refuse_reverse_over_reverse(self, op: Op) -> None:

@@ -7,6 +7,7 @@ and returns its result value. Result types may be omitted wherever numba can inf
 
 from __future__ import annotations
 
+import contextlib
 from typing import Optional, Sequence
 
 from ..errors import SourceLoc
@@ -40,6 +41,16 @@ class Builder:
     def position_at_end(self, block: Block) -> None:
         self.block = block
         self._before_terminator = False
+
+    @contextlib.contextmanager
+    def before_terminator_of(self, block: Block):
+        """Emit before `block`'s terminator inside the `with`, then where the builder was."""
+        saved = self.block, self._before_terminator
+        self.position_before_terminator(block)
+        try:
+            yield
+        finally:
+            self.block, self._before_terminator = saved
 
     def position_before_terminator(self, block: Block) -> None:
         """Insert before `block`'s terminator: where copies for a successor's phis go."""

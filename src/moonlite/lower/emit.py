@@ -3,8 +3,9 @@
 The emitted IR is untyped, as if numba's bytecode front end had produced it: numba then types it,
 inserts reference counting and generates LLVM. Each moonlite op becomes the numba expression a
 Python programmer's code would have produced, so numba compiles it as it compiles njit code
-(without its SSA reconstruction: see `dispatcher.LoweringPipeline`). SSA phis leave by copies on incoming edges (critical edges are split first, and copies
-that would clobber each other go through temporaries); LLVM's mem2reg rebuilds the phis.
+(without its SSA reconstruction: see `dispatcher.LoweringPipeline`). SSA phis leave by copies on
+incoming edges (critical edges are split first, and copies that would clobber each other go
+through temporaries); LLVM's mem2reg rebuilds the phis.
 """
 
 from __future__ import annotations
