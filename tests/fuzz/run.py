@@ -52,10 +52,27 @@ def run_seed(seed: int) -> dict:
     return check_case(case, **modes_for(seed)).as_dict()
 
 
+def code_commit() -> str:
+    """The git commit of the moonlite package this process imports (the code under test), with
+    "+dirty" when its sources differ from that commit; "unknown" outside a git checkout. Kept in
+    every result, so a campaign resumed across commits says which seeds ran on which code."""
+    import moonlite
+    src = os.path.dirname(os.path.abspath(moonlite.__file__))
+    try:
+        head = subprocess.run(["git", "-C", src, "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", src, "status", "--porcelain", "--", "."],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
 def _worker(seeds: list, results: str) -> None:
+    commit = code_commit()
     with open(results, "a") as fh:
         for seed in seeds:
-            fh.write(json.dumps(run_seed(seed)) + "\n")
+            fh.write(json.dumps(dict(run_seed(seed), commit=commit)) + "\n")
             fh.flush()
 
 
@@ -151,7 +168,8 @@ def campaign(start: int, count: int, jobs: int, batch: int, timeout: float, out:
                 kind = "timeout" if code is None else "crash"
                 crash = dict(seed=rest[0], status="fail", stage="", kind=kind,
                              message=f"worker {kind} (return code {b.proc.returncode}):\n{tail}",
-                             checks=[], seconds=0.0, features=[], timings={})
+                             checks=[], seconds=0.0, features=[], timings={},
+                             commit=code_commit())
                 with open(crashes, "a") as fh:
                     fh.write(json.dumps(crash) + "\n")
                 record(crash)
@@ -218,6 +236,7 @@ def summarise(results: dict, start: int, count: int, seconds: float) -> dict:
         skip_reasons=dict(collections.Counter(r["kind"] for r in skips)),
         failure_kinds=dict(collections.Counter(f"{r['stage']}:{r['kind']}" for r in fails)),
         failing_seeds=[r["seed"] for r in fails],
+        commits=dict(collections.Counter(r.get("commit", "unknown") for r in rs)),
         checks_passed=dict(checks), features=dict(features),
         stage_seconds={k: round(v, 1) for k, v in stage_time.items()},
         failures_detail=[dict(seed=r["seed"], stage=r["stage"], kind=r["kind"],
@@ -230,6 +249,7 @@ def print_summary(s: dict) -> None:
           f"in {s['seconds']} s")
     print(f"ok: {s['ok']}  failures: {s['failures']}  skips: {s['skips']} {s['skip_reasons']}")
     print(f"checks passed: {s['checks_passed']}")
+    print(f"code under test (commit: kernels): {s['commits']}")
     if s["failures"]:
         print(f"failure kinds: {s['failure_kinds']}")
         print(f"failing seeds: {s['failing_seeds']}")
