@@ -51,12 +51,12 @@ RTOL = 1e-5  # finite differences against AD (and against each other)
 ATOL = 1e-8  # times (1 + |f|): rounding in the difference quotient
 TIGHT = 1e-8  # two AD results that should agree up to rounding
 MAX_POINTS = 4
+HUGE = 1e6
 NOISE_SPLITS = 3  # random splits t = t1 + t2 used to measure rounding noise
 
 # failures that compare numbers, which rounding at an ill-conditioned point can explain
 NUMERIC = {"wrong_jvp", "wrong_jvp_array", "wrong_grad", "grad_vs_jvp", "vjp_vs_grad"}
 SECOND_ORDER = {"wrong_hvp", "hvp_asymmetric", "hessian_asymmetric", "hessian_vs_hvp"}
-HUGE = 1e6
 
 
 @dataclass
@@ -306,9 +306,7 @@ class _Checker:
         return noise
 
     def jvp_out(self, dirs) -> float:
-        tangents = tuple(None if d is None else (d.copy() if isinstance(d, np.ndarray) else d)
-                         for d in dirs)
-        return moonlite.jvp(self.f, copy_args(self.args), tangents)[1]
+        return moonlite.jvp(self.f, copy_args(self.args), copy_args(dirs))[1]
 
     # ---- forward
     def check_jvp(self, args, t, fd_t, fd_arr):
