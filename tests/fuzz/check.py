@@ -138,6 +138,10 @@ class _FD:
     def matches(self, ad) -> bool:
         return any(_agree(ad, e, RTOL * 20, self.atol * 20) for e in self.estimates)
 
+    def tolerance(self) -> float:
+        """The largest difference `matches` allows, at the scale of the largest estimate."""
+        return RTOL * 20 * float(np.max(np.abs(self.estimates))) + self.atol * 20
+
     def describe(self, ad) -> str:
         errs = [_max_err(ad, e) for e in self.estimates]
         best = int(np.argmin(errs))
@@ -249,7 +253,7 @@ class _Checker:
         else:
             raise _Skip(reason, f"no smooth point found in {MAX_POINTS} tries")
         self.args, self.value, self.atol = args, value, atol
-        self.t, self.fd_t = t, fd_t
+        self.jvp_check = (t, fd_t)
         try:
             self.run_checks(set_stage, args, t, tS, fd_t, fd_arr, fd_tS)
         except _Fail as failure:
@@ -278,20 +282,17 @@ class _Checker:
         """Raise _Skip("ill_conditioned") when forward mode's rounding noise along the checked
         direction (or hvp's, for a second-order failure) exceeds the tolerance the failed
         comparison used; see the module docstring."""
-        noise = self.linearity_noise(lambda d: np.array([self.jvp_out(d)]), self.t)
-        tol = 20 * RTOL * float(np.max(np.abs(self.fd_t.estimates))) + 20 * self.atol
-        what = "jvp"
-        if noise <= tol and failure.kind in SECOND_ORDER and hasattr(self, "hvp_check"):
-            v, fd = self.hvp_check
-            noise = self.linearity_noise(lambda d: _flat(self.hvp(self.args, d)), v)
-            tol = 20 * RTOL * float(np.max(np.abs(fd.estimates))) + 20 * fd.atol
-            what = "hvp"
-        if noise > tol:
-            raise _Skip("ill_conditioned",
-                        f"{what}(t1) + {what}(t2) - {what}(t1 + t2) is {noise:.3g} here, above "
-                        f"the tolerance {tol:.3g}: float64 rounding (cancellation of large "
-                        f"values) swamps the derivative at this point. The failure it explains: "
-                        f"{failure.kind}: {failure.message[:1500]}")
+        checks = [("jvp", lambda d: np.array([self.jvp_out(d)]), *self.jvp_check)]
+        if failure.kind in SECOND_ORDER and hasattr(self, "hvp_check"):
+            checks.append(("hvp", lambda d: _flat(self.hvp(self.args, d)), *self.hvp_check))
+        for what, linear_map, direction, fd in checks:
+            noise, tol = self.linearity_noise(linear_map, direction), fd.tolerance()
+            if noise > tol:
+                raise _Skip("ill_conditioned",
+                            f"{what}(t1) + {what}(t2) - {what}(t1 + t2) is {noise:.3g} here, "
+                            f"above the tolerance {tol:.3g}: float64 rounding (cancellation of "
+                            f"large values) swamps the derivative at this point. The failure it "
+                            f"explains: {failure.kind}: {failure.message[:1500]}")
 
     def linearity_noise(self, linear_map, t) -> float:
         """Largest |L(t1) + L(t2) - L(t)| over random splits t = t1 + t2 of a direction: zero up
