@@ -19,7 +19,7 @@ if not numba.__version__.startswith(SUPPORTED_NUMBA + "."):
 
 try:
     from numba.core import ir, types, errors as numba_errors  # noqa: F401
-    from numba.core import compiler, typed_passes, untyped_passes  # noqa: F401
+    from numba.core import compiler, event, typed_passes, untyped_passes  # noqa: F401
     from numba.core.analysis import compute_cfg_from_blocks  # noqa: F401
     from numba.core.bytecode import FunctionIdentity  # noqa: F401
     from numba.core.compiler import CompilerBase, DefaultPassBuilder, Flags  # noqa: F401
@@ -32,6 +32,7 @@ try:
     from numba.core.unsafe import eh as _eh
     from numba.core.compiler_lock import global_compiler_lock  # noqa: F401
     from numba.misc.special import prange  # noqa: F401
+    from numba.np.ufunc.dufunc import DUFunc  # noqa: F401
 except ImportError as exc:  # pragma: no cover - only on an unsupported numba
     raise ImportError(f"moonlite could not import a numba internal it relies on: {exc}") from exc
 

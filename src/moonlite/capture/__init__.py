@@ -8,6 +8,7 @@ import re
 from .. import _numba as nb
 from ..errors import CaptureError, SourceLoc, UnsupportedError
 from ..ir.core import Function
+from .frozen_globals import check_frozen_globals
 from .importer import Importer
 from .pipeline import TypedIR, run_capture_pipeline
 
@@ -30,9 +31,12 @@ def capture_types(f, argtypes: tuple) -> Function:
     kept = getattr(f, "moonlite_ir", None)
     if kept is not None and tuple(a.to_numba() for a in kept.argtypes) == tuple(argtypes):
         return kept
+    check_frozen_globals(f, tuple(argtypes))
     _, folded = f._compiler.fold_argument_types(tuple(argtypes), {})
     typed = _type(f, tuple(folded))
-    return Importer(f.py_func, typed).run()
+    options = f.targetoptions
+    return Importer(f.py_func, typed, options.get("error_model", "python"),
+                    bool(options.get("boundscheck"))).run()
 
 
 def _type(f, argtypes: tuple) -> TypedIR:

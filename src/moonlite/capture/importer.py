@@ -25,6 +25,7 @@ from ..ir.verifier import _Problems, _check_schema
 from ..ir.core import Block, Function, Value
 from ..ir.types import (ArrayType, BoolType, FloatType, IntType, OpaqueType, TupleType,
                         from_numba, none)
+from . import rewrites
 from . import statics as st
 from .iterators import CountedLoop, NotIterable, counted_loop
 from .pipeline import TypedIR
@@ -38,8 +39,13 @@ _NUMBER_TYPES = (FloatType, IntType, BoolType)
 class Importer:
     """One use: `Importer(dispatcher, typed).run()` returns the moonlite Function."""
 
-    def __init__(self, py_func, typed: TypedIR):
+    def __init__(self, py_func, typed: TypedIR, error_model: str = "python",
+                 boundscheck: bool = False):
         self.py_func = py_func
+        self.boundscheck = boundscheck
+        # numba's default error model raises ZeroDivisionError for scalar division by zero:
+        # such divisions are marked `checked` (derived code compiles with numpy's model)
+        self.checks_division = error_model == "python"
         self.typed = typed
         self.fir = typed.func_ir
         self.typemap = typed.typemap
@@ -77,7 +83,7 @@ class Importer:
         loc = self._loc(self.fir.loc)
         b = Builder.new_function(self.py_func.__name__, types_, names,
                                  from_numba(self.typed.return_type), py_func=self.py_func,
-                                 loc=loc)
+                                 loc=loc, boundscheck=self.boundscheck)
         self._arg_values = {}
         it = iter(b.function.args)
         for i, t in enumerate(self.typed.argtypes):
@@ -307,7 +313,8 @@ class Importer:
         if cls is None:
             self.unsupported(f"the operator {expr.fn}", "rewrite it with supported arithmetic")
         lhs, rhs = self._coerced_operands(expr, [expr.lhs, expr.rhs])
-        return self.b.binary(cls, lhs, rhs, self.type_of(target))
+        return self.b.binary(cls, lhs, rhs, self.type_of(target),
+                             checked=self._raises_on_zero(cls, lhs, rhs))
 
     def ex_inplace_binop(self, expr, target):
         cls = ops.BINARY_OP_BY_PYFUNC.get(expr.immutable_fn)
@@ -316,7 +323,16 @@ class Importer:
         lhs, rhs = self._coerced_operands(expr, [expr.lhs, expr.rhs])
         if isinstance(lhs.type, ArrayType):
             return self.b.inplace(cls, lhs, rhs)
-        return self.b.binary(cls, lhs, rhs, self.type_of(target))
+        return self.b.binary(cls, lhs, rhs, self.type_of(target),
+                             checked=self._raises_on_zero(cls, lhs, rhs))
+
+    def _raises_on_zero(self, cls, lhs, rhs) -> bool:
+        """Whether numba raises ZeroDivisionError for this op in the primal: scalar `/`, `//`
+        and `%` under the python error model, and `**` with an integer exponent (0 ** -1)."""
+        if not (self.checks_division and cls.CAN_DIVIDE_BY_ZERO and lhs.type.is_scalar
+                and rhs.type.is_scalar):
+            return False
+        return cls is not ops.Pow or rhs.type.is_integer
 
     def ex_unary(self, expr, target):
         cls = next((c for c in ops.UNARY_OPS if c.PYFUNC is expr.fn or c.NUMBA_SYMBOL == expr.fn),
@@ -402,13 +418,24 @@ class Importer:
         if isinstance(fn, nb.Dispatcher) and not nb.is_njit_dispatcher(fn):
             self.unsupported("object-mode code (a call into a function compiled without "
                              "nopython)", "make the callee @njit")
-        args = self._coerced_call_args(expr)
+        args = [self.value(a) for a in expr.args]
         kws = {name: self.value(v) for name, v in expr.kws}
-        return self.b.call(fn, args, kws, self.type_of(target))
+        if kws and nb.is_njit_dispatcher(fn):
+            folded = rewrites.fold_keywords(fn, args, kws, self._const_value)
+            if folded is not None:
+                args, kws = folded, {}
+        args = self._coerced_to_signature(args, self.calltypes.get(expr))
+        result_type = self.type_of(target)
+        rewritten = rewrites.rewrite_call(self.b, fn, args, kws, result_type)
+        if rewritten is not None:
+            return rewritten
+        return self.b.call(fn, args, kws, result_type)
 
     def _method_call(self, method: st.BoundMethod, expr, target):
         args = [self.value(a) for a in expr.args]
         kws = {name: self.value(v) for name, v in expr.kws}
+        if rewrites.rewrite_method(self.b, method.name, method.receiver, args, kws):
+            return self.b.const(None, none)
         return self.b.method_call(method.name, method.receiver, args, kws, self.type_of(target))
 
     def _cast_call(self, expr, target):
@@ -503,9 +530,7 @@ class Importer:
             return values
         return [self._coerce(v, from_numba(t)) for v, t in zip(values, sig.args)]
 
-    def _coerced_call_args(self, expr) -> list:
-        values = [self.value(a) for a in expr.args]
-        sig = self.calltypes.get(expr)
+    def _coerced_to_signature(self, values: list, sig) -> list:
         if sig is None or len(sig.args) < len(values):
             return values  # star-args signatures (min, max) type a tuple of all arguments
         return [self._coerce(v, from_numba(t)) for v, t in zip(values, sig.args)]

@@ -85,10 +85,10 @@ class Builder:
     # --- arithmetic ----------------------------------------------------------------------------
 
     def binary(self, cls: type, lhs: Value, rhs: Value, type: Optional[Type] = None,
-               hint=None) -> Value:
+               hint=None, checked: bool = False) -> Value:
         if type is None:
             type = typing.call_result_type(cls.PYFUNC, (lhs.type, rhs.type))
-        return self._value(cls(lhs, rhs, type, self.loc, hint))
+        return self._value(cls(lhs, rhs, type, self.loc, hint, checked))
 
     def add(self, lhs, rhs, hint=None):
         return self.binary(ops.Add, lhs, rhs, hint=hint)

@@ -216,8 +216,12 @@ class Function:
     """
 
     def __init__(self, name: str, args: Sequence[Argument], return_type: Type,
-                 py_func=None, loc: SourceLoc = UNKNOWN_LOC, arg_defaults: tuple = ()):
+                 py_func=None, loc: SourceLoc = UNKNOWN_LOC, arg_defaults: tuple = (),
+                 boundscheck: bool = False):
         self.name = name
+        # compile with numba's bounds checking: the primal was (an index out of range then
+        # raises IndexError in derived code too, instead of reading or writing out of bounds)
+        self.boundscheck = boundscheck
         self.args = list(args)
         self.return_type = return_type
         self.blocks: list = []

@@ -72,15 +72,34 @@ class Undef(Op):
 # --- arithmetic --------------------------------------------------------------------------------
 
 class BinaryOp(Op):
-    """`lhs <op> rhs` on numbers or arrays (with broadcasting), as numba computes it."""
+    """`lhs <op> rhs` on numbers or arrays (with broadcasting), as numba computes it.
+
+    `checked` (division, modulo and power of scalars only): a zero divisor raises
+    ZeroDivisionError, as in Python and under numba's default error model. Unchecked, the op
+    gives numpy's answer (inf, nan). The importer marks the primal's own divisions checked when
+    the primal was compiled with the "python" error model; everything AD passes add is
+    unchecked, so a derivative never raises where the primal does not."""
 
     OPERANDS = (OperandDef("lhs", NUMERIC), OperandDef("rhs", NUMERIC))
     RESULT = NUMERIC
     PYFUNC: ClassVar = None
     SYMBOL: ClassVar[str] = "?"
+    CAN_DIVIDE_BY_ZERO: ClassVar[bool] = False
 
-    def __init__(self, lhs: Value, rhs: Value, type: Type, loc=UNKNOWN_LOC, hint=None):
+    def __init__(self, lhs: Value, rhs: Value, type: Type, loc=UNKNOWN_LOC, hint=None,
+                 checked: bool = False):
         super().__init__((lhs, rhs), type, loc, hint)
+        self.checked = checked
+
+    def attributes(self) -> str:
+        return "checked" if self.checked else ""
+
+    def type_errors(self) -> list:
+        if self.checked and not (self.CAN_DIVIDE_BY_ZERO and self.lhs.type.is_scalar
+                                 and self.rhs.type.is_scalar):
+            return [f"only scalar division, modulo and power can be checked, not {self.mnemonic()}"
+                    f" on ({self.lhs.type}, {self.rhs.type})"]
+        return []
 
 
 class Add(BinaryOp):
@@ -97,18 +116,22 @@ class Mul(BinaryOp):
 
 class TrueDiv(BinaryOp):
     PYFUNC, SYMBOL = operator.truediv, "/"
+    CAN_DIVIDE_BY_ZERO = True
 
 
 class FloorDiv(BinaryOp):
     PYFUNC, SYMBOL = operator.floordiv, "//"
+    CAN_DIVIDE_BY_ZERO = True
 
 
 class Mod(BinaryOp):
     PYFUNC, SYMBOL = operator.mod, "%"
+    CAN_DIVIDE_BY_ZERO = True
 
 
 class Pow(BinaryOp):
     PYFUNC, SYMBOL = operator.pow, "**"
+    CAN_DIVIDE_BY_ZERO = True
 
 
 class MatMul(BinaryOp):
@@ -360,7 +383,7 @@ class TupleGetItem(Op):
         if not -len(elements) <= index < len(elements):
             raise IndexError(f"tuple index {index} out of range for {tup.type}")
         super().__init__((tup,), elements[index], loc, hint)
-        self.index = index
+        self.index = index % len(elements)  # one index per entry: t[-1] is t[n - 1]
 
     def attributes(self) -> str:
         return f"[{self.index}]"
@@ -429,7 +452,8 @@ class Phi(Op):
 
     def type_errors(self) -> list:
         return [f"phi incoming value of type {v.type} differs from the phi's {self.result.type}"
-                for v in self.operands if v.type != self.result.type]
+                for v in self.operands if v.type != self.result.type
+                and not _any_layout_accepts(self.result.type, v.type)]
 
 
 class Jump(Terminator):

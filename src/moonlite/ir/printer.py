@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .core import Block, Function, Op, Value
-from .ops import BinaryOp, Branch, Call, Jump, MethodCall, Phi, UnaryOp
+from .ops import Branch, Call, Jump, MethodCall, Phi
 
 _COMMENT_COLUMN = 56
 
@@ -79,8 +79,6 @@ def _operands(op: Op, names: Namer) -> str:
 def _body(op: Op, names: Namer) -> str:
     mnemonic = op.mnemonic()
     if isinstance(op, (Call, MethodCall)):
-        text = f"{mnemonic} {_operands(op, names)}"
-    elif isinstance(op, (BinaryOp, UnaryOp)):
         text = f"{mnemonic} {_operands(op, names)}"
     else:
         attrs = op.attributes()

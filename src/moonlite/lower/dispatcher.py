@@ -20,6 +20,12 @@ from ..ir.core import Function
 from .emit import NumbaEmitter
 
 
+# Every moonlite-compiled function uses numba's "numpy" error model: derivative arithmetic gives
+# inf or nan at a singular point (d sqrt(x) at 0) instead of raising ZeroDivisionError. The
+# primal's own divisions keep their behaviour: the importer marks them `checked`.
+DERIVED_OPTIONS = {"nopython": True, "error_model": "numpy"}
+
+
 @nb.register_pass(mutates_CFG=True, analysis_only=False)
 class EmitMoonliteIR(nb.FunctionPass):
     """Stands in for numba's TranslateByteCode: the function's IR comes from moonlite."""
@@ -76,8 +82,8 @@ class MoonliteDispatcher(_QuietCompile, nb.CPUDispatcher):
 
     def __init__(self, fn: Function):
         self.ir = fn  # before numba's __init__, which may already print the dispatcher
-        super().__init__(_make_stub(fn), targetoptions={"nopython": True},
-                         pipeline_class=LoweringPipeline)
+        options = dict(DERIVED_OPTIONS, boundscheck=fn.boundscheck)
+        super().__init__(_make_stub(fn), targetoptions=options, pipeline_class=LoweringPipeline)
 
     @property
     def moonlite_ir(self) -> Function:
@@ -96,12 +102,13 @@ class DerivedDispatcher(_QuietCompile, nb.CPUDispatcher):
     and build its gradient). Like any njit function it compiles on the first call with new
     argument types, from Python or while numba types a call inside another njit function."""
 
-    def __init__(self, name: str, argnames: list, derive):
+    def __init__(self, name: str, argnames: list, derive, boundscheck: bool = False):
         self.irs: dict = {}
         self._derive = derive
         stub = _stub(name, argnames)
         stub.__moonlite_derive__ = self._derive_and_keep
-        super().__init__(stub, targetoptions={"nopython": True}, pipeline_class=LoweringPipeline)
+        options = dict(DERIVED_OPTIONS, boundscheck=boundscheck)  # the primal's (see lower())
+        super().__init__(stub, targetoptions=options, pipeline_class=LoweringPipeline)
 
     def __call__(self, *args, **kws):
         try:
@@ -179,13 +186,17 @@ def _stub(name: str, argnames: list):
     return stub
 
 
-def lower(fn: Function, *, argtypes=None) -> MoonliteDispatcher:
+def lower(fn: Function, *, argtypes=None, eager: bool = True) -> MoonliteDispatcher:
     """Compile moonlite IR into a numba dispatcher (callable from Python and from njit code).
 
     Compilation for the IR's own argument types happens now, so errors surface here rather than
-    at the first call; other argument types compile on demand, like any njit function.
+    at the first call; other argument types compile on demand, like any njit function. With
+    `eager=False` nothing compiles until the first call: for a rule that is usually inlined
+    into its caller's IR (a gradient's wrapper), which then costs no compilation of its own.
     """
     disp = MoonliteDispatcher(fn)
+    if not eager:
+        return disp
     sig = tuple(argtypes or (t.to_numba() for t in fn.argtypes))
     try:
         disp.compile(sig)

@@ -20,7 +20,7 @@ from ..ir import ops
 from ..ir.cfg import reverse_post_order
 from ..ir.core import Argument, Function, Value
 from ..ir.types import ArrayType, BoolType, FloatType, IntType
-from .helpers import select_impl
+from .helpers import CHECKED_BINOPS, select_impl
 
 ir = nb.ir
 
@@ -208,6 +208,10 @@ class NumbaEmitter:
         pass  # only phi edges read undefined values, and those copies are skipped
 
     def on_binary(self, op: ops.BinaryOp, loc) -> None:
+        if op.checked:  # raises ZeroDivisionError like the primal (dispatcher.DERIVED_OPTIONS)
+            self._call(op.result, CHECKED_BINOPS[op.PYFUNC], [self.var(op.lhs), self.var(op.rhs)],
+                       (), loc)
+            return
         expr = ir.Expr.binop(op.PYFUNC, self.var(op.lhs), self.var(op.rhs), loc)
         self.define(op.result, expr, loc)
 

@@ -1,0 +1,186 @@
+"""Calls rewritten at capture into forms every AD mode already handles.
+
+Each rewrite replaces a call by plain IR with the same value, so forward mode, reverse mode and
+forward over reverse need no handler of their own for it (and cannot disagree about it):
+
+| call | becomes |
+|---|---|
+| `helper(x, factor=a)` (an njit function) | `helper(x, <default of b>, a)`: keywords in position, skipped defaults as constants |
+| `np.array((a, b))`, `np.asarray(((a, b), (c, d)))` of numbers | `out = np.empty(shape)`, then `out[i, j] = leaf` per entry |
+| `np.mean((a, b))`, any numpy function given a tuple of numbers | the same function of the tuple made an array as above |
+| `sum((a, b, c))` | `0 + a + b + c` (Python's order) |
+| `sum(v)` of a 1-d float array | `np.sum(v)` |
+| `np.sum(x)`, `np.prod(x)`, `np.mean(x)`, ... of a scalar | `x` |
+| `a.fill(v)` | `a[:, ..., :] = v` |
+
+A rewrite that does not apply returns None and the call is kept as it is.
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import itertools
+from typing import Optional
+
+import numpy as np
+
+from .. import _numba as nb
+from ..ir import ops
+from ..ir.builder import Builder
+from ..ir.core import Value
+from ..ir.types import ArrayType, FloatType, TupleType, int64, none
+
+nbt = nb.types
+
+
+# --- keyword calls of njit functions ---------------------------------------------------------
+
+def fold_keywords(fn, args: list, kws: dict, const_of) -> Optional[list]:
+    """Positional arguments for a call of njit `fn` with keywords: each keyword in its position,
+    a skipped default as a constant (`const_of(python_value)`), trailing defaults left out (the
+    callee is captured with them, as numba compiles it). None if `fn`'s parameters are not all
+    plain (keyword-only, *args, **kwargs) or a skipped default is not a constant: moonlite then
+    refuses the keyword call."""
+    params = list(inspect.signature(fn.py_func).parameters.values())
+    if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
+        return None
+    kws = dict(kws)
+    folded = [args[i] if i < len(args) else kws.pop(p.name, None) for i, p in enumerate(params)]
+    if kws:
+        return None
+    while folded and folded[-1] is None:
+        folded.pop()
+    for i, value in enumerate(folded):
+        if value is None:  # a default with a later argument passed
+            if not _is_constant_default(params[i].default):
+                return None
+            folded[i] = const_of(params[i].default)
+    return folded
+
+
+def _is_constant_default(value) -> bool:
+    return value is None or isinstance(value, (bool, int, float, np.number, str))
+
+
+# --- calls of numpy functions and builtins ---------------------------------------------------
+
+_IDENTITY_ON_SCALARS = (np.sum, np.prod, np.mean, np.max, np.min, np.amax, np.amin, np.median)
+
+
+def rewrite_call(b: Builder, fn, args: list, kws: dict, result_type) -> Optional[Value]:
+    """The call's value computed by simpler IR, or None to keep the call."""
+    if fn is builtins.sum and len(args) == 1 and not kws:
+        return _builtin_sum(b, args[0], result_type)
+    if fn in (np.array, np.asarray) and len(args) == 1 and not kws \
+            and _number_tuple(args[0].type):
+        return array_from_tuple(b, args[0], result_type)
+    if _in(fn, _IDENTITY_ON_SCALARS) and len(args) == 1 and not kws \
+            and args[0].type.is_scalar and result_type == args[0].type:
+        return args[0]  # a reduction of one number is that number
+    if _numpy_function(fn) and any(_float_tuple(a.type) for a in args):
+        return _with_tuples_as_arrays(b, fn, args, kws, result_type)
+    return None
+
+
+def rewrite_method(b: Builder, name: str, receiver: Value, args: list, kws: dict) -> bool:
+    """Emit a method call's effect by simpler IR; True if done (the call returns None)."""
+    t = receiver.type
+    if name == "fill" and isinstance(t, ArrayType) and t.ndim > 0 and len(args) == 1 \
+            and not kws and args[0].type.is_scalar:
+        b.setitem(receiver, _whole_array_index(b, t.ndim), b.cast(args[0], t.dtype))
+        return True
+    return False
+
+
+def array_from_tuple(b: Builder, tup: Value, result_type) -> Optional[Value]:
+    """`np.array(tup)` for a (nested) tuple of numbers: an empty array filled entry by entry."""
+    if not (isinstance(result_type, ArrayType) and isinstance(result_type.dtype, FloatType)
+            and result_type.dtype.bits == 64):
+        return None  # int arrays carry no derivative; float32 would need a dtype argument
+    shape = _tuple_shape(tup.type)
+    if shape is None:
+        return None
+    out = b.call(np.empty, [b.build_tuple([b.const(n, int64) for n in shape])],
+                 type=ArrayType(result_type.dtype, len(shape), "C"))
+    for index in itertools.product(*(range(n) for n in shape)):
+        leaf = tup
+        for k in index:
+            leaf = b.tuple_getitem(leaf, k)
+        position = [b.const(k, int64) for k in index]
+        where = position[0] if len(position) == 1 else b.build_tuple(position)
+        b.setitem(out, where, b.cast(leaf, result_type.dtype))
+    return out
+
+
+def _builtin_sum(b: Builder, value: Value, result_type) -> Optional[Value]:
+    t = value.type
+    if isinstance(t, TupleType) and _number_tuple(t) and _tuple_shape(t) is not None \
+            and len(_tuple_shape(t)) == 1 and isinstance(result_type, FloatType):
+        total = b.const(0, int64)  # Python's sum starts from the int 0
+        for k in range(len(t.elements)):
+            total = b.add(total, b.tuple_getitem(value, k))
+        return b.cast(total, result_type)
+    if isinstance(t, ArrayType) and t.ndim == 1 and isinstance(t.dtype, FloatType) \
+            and result_type == t.dtype:
+        return b.call(np.sum, [value], type=result_type)  # the same loop, in the same order
+    return None
+
+
+def _with_tuples_as_arrays(b, fn, args, kws, result_type) -> Optional[Value]:
+    """`fn(..., (a, b), ...)` as `fn(..., np.array((a, b)), ...)` (numpy reads a tuple of numbers
+    as that array); None if the array form types differently."""
+    from ..ir.typing import TypingFailure, call_result_type
+    types = [_array_type_of_tuple(a.type) if _float_tuple(a.type) else a.type for a in args]
+    try:
+        if call_result_type(fn, types, {k: v.type for k, v in kws.items()}) != result_type:
+            return None
+    except TypingFailure:
+        return None
+    converted = [array_from_tuple(b, a, t) if _float_tuple(a.type) else a
+                 for a, t in zip(args, types)]
+    return b.call(fn, converted, kws, type=result_type)
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+def _whole_array_index(b: Builder, ndim: int) -> Value:
+    everything = [b.build_slice(*(b.const(None, none),) * 3) for _ in range(ndim)]
+    return everything[0] if ndim == 1 else b.build_tuple(everything)
+
+
+def _tuple_shape(t) -> Optional[tuple]:
+    """The shape of the array numpy makes from a nested tuple of numbers (None if ragged)."""
+    if not isinstance(t, TupleType):
+        return () if t.is_scalar else None
+    if not t.elements:
+        return None
+    inner = [_tuple_shape(e) for e in t.elements]
+    if any(s is None for s in inner) or len(set(inner)) != 1:
+        return None
+    return (len(t.elements),) + inner[0]
+
+
+def _number_tuple(t) -> bool:
+    return isinstance(t, TupleType) and _tuple_shape(t) is not None
+
+
+def _float_tuple(t) -> bool:
+    """A tuple of numbers with a float among them (a tuple of ints is a shape or an index)."""
+    return _number_tuple(t) and any(isinstance(e, FloatType) or _float_tuple(e)
+                                    for e in t.elements)
+
+
+def _array_type_of_tuple(t) -> Optional[ArrayType]:
+    shape = _tuple_shape(t)
+    return None if shape is None else ArrayType(FloatType(64), len(shape), "C")
+
+
+def _numpy_function(fn) -> bool:
+    module = getattr(fn, "__module__", None) or ""
+    return (isinstance(fn, np.ufunc) or module.startswith("numpy")) \
+        and fn not in (np.array, np.asarray) and not module.startswith("numpy.random")
+
+
+def _in(fn, functions: tuple) -> bool:
+    return any(fn is f for f in functions)
