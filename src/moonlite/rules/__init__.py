@@ -15,9 +15,15 @@ rule whose tangents are all None. `kwargs` holds keyword arguments of calls, whi
 tangents (`axis=`, `dtype=`). Returning None means a zero tangent. The pass casts a scalar tangent
 a rule returns to the result's type, so rules need not track float32/float64 promotion.
 
-Helpers, so that most rules are one line (after JAX's `defjvp`/`deflinear`/`defjvp_zero`):
+Helpers, so that most rules are one line (after ChainRules' `@scalar_rule` and JAX's
+`defjvp`/`deflinear`/`defjvp_zero`):
+- `defpartials(prim, *partials)`: an elementwise primitive by its partial derivatives,
+  `partial_i(b, *primals)`; forward mode multiplies each argument's tangent by its partial and
+  reverse mode the adjoint, with `strong_mul` (`strong_zeros.py`: a zero factor gives exactly
+  zero, so `0 * inf` is 0, not nan);
 - `defjvp(prim, *jvps)`: one function per argument, `jvp_i(b, *primals, dx_i)`, giving that
-  argument's contribution; the tangent is the sum over the arguments that carry a tangent.
+  argument's contribution; the tangent is the sum over the arguments that carry a tangent (for
+  the bilinear products, whose contributions are not elementwise).
 - `deflinear(prim)`: the op applied to the tangents (`Add`, `Neg`, ...).
 - `defzero(prim)`: a piecewise-constant function (`floor`): zero tangent.
 - `defrule(prim, rule)`: a full rule, for the shapes the helpers do not cover.
@@ -66,6 +72,41 @@ def lookup_jvp(primitive) -> Optional[Callable]:
 def defrule(primitive, rule: Callable) -> Callable:
     JVP_RULES[primitive] = rule
     return rule
+
+
+def defpartials(primitive, *partials) -> Callable:
+    """Register an elementwise primitive by its partial derivatives: `partial_i(b, *primals)`
+    returns the derivative of the result in argument i (a value broadcasting like the result,
+    or None where it is zero); a None entry instead of a function marks an argument that is not
+    differentiable. The rule keeps `partials` for reverse mode."""
+
+    def rule(b, primals, tangents, kwargs):
+        _no_keywords(kwargs)
+        if len(primals) != len(partials):
+            raise RuleNotApplicable(f"the rule expects {len(partials)} argument(s), "
+                                    f"got {len(primals)}")
+        total = None
+        for partial, dx in zip(partials, tangents):
+            if dx is None:
+                continue
+            if partial is None:
+                raise RuleNotApplicable("a tangent reaches an argument declared "
+                                        "non-differentiable")
+            p = partial(b, *primals)
+            if p is None:
+                continue
+            term = dx if is_one(p) else b.call(strong_mul, [dx, p])
+            total = term if total is None else b.add(total, term)
+        return total
+
+    rule.partials = partials
+    return defrule(primitive, rule)
+
+
+def is_one(value) -> bool:
+    """A constant 1 (the partial of a linear argument: its tangent passes as it is)."""
+    from ..ir.ops import constant_value
+    return value.type.is_scalar and constant_value(value) == 1
 
 
 def defjvp(primitive, *jvps: Callable) -> Callable:
@@ -132,6 +173,7 @@ def square(b, x):
     return b.mul(x, x)
 
 
+from .strong_zeros import strong_mul  # noqa: E402  (defpartials' rules emit it)
 from . import scalar  # noqa: E402,F401  (registers the scalar rules)
 from . import numpy_rules  # noqa: E402,F401  (after scalar: its numpy keys win)
 from . import linalg  # noqa: E402,F401  (np.linalg, as custom rules)

@@ -24,9 +24,10 @@ import numba
 import numpy as np
 
 from ..ir import ops
-from ..ir.types import ArrayType, NoneType, float64
-from . import Attribute, Method, RuleNotApplicable, defjvp, defrule, defzero
+from ..ir.types import ArrayType, NoneType, float64, int64
+from . import Attribute, Method, RuleNotApplicable, defjvp, defpartials, defrule, defzero
 from .custom import nondifferentiable
+from .strong_zeros import strong_mul
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -84,73 +85,81 @@ def _one_minus_square(b, x):
     return b.sub(_const(b, 1, x), _square(b, x))
 
 
-# --- elementwise functions -------------------------------------------------------------------
+# --- elementwise functions: their partial derivatives ------------------------------------------
 
-defjvp(np.sin, lambda b, x, dx: b.mul(dx, _np(b, np.cos, x)))
-defjvp(np.cos, lambda b, x, dx: b.neg(b.mul(dx, _np(b, np.sin, x))))
-defjvp(np.tan, lambda b, x, dx: b.div(dx, _square(b, _np(b, np.cos, x))))
-defjvp(np.exp, lambda b, x, dx: b.mul(dx, _np(b, np.exp, x)))
-defjvp(np.expm1, lambda b, x, dx: b.mul(dx, _np(b, np.exp, x)))
-defjvp(np.exp2, lambda b, x, dx: b.mul(dx, b.mul(_np(b, np.exp2, x), _const(b, _LN2, x))))
-defjvp(np.log, lambda b, x, dx: b.div(dx, x))
-defjvp(np.log1p, lambda b, x, dx: b.div(dx, b.add(x, _const(b, 1, x))))
-defjvp(np.log2, lambda b, x, dx: b.div(dx, b.mul(x, _const(b, _LN2, x))))
-defjvp(np.log10, lambda b, x, dx: b.div(dx, b.mul(x, _const(b, _LN10, x))))
-defjvp(np.sqrt, lambda b, x, dx: b.div(dx, b.mul(_const(b, 2, x), _np(b, np.sqrt, x))))
-defjvp(np.sinh, lambda b, x, dx: b.mul(dx, _np(b, np.cosh, x)))
-defjvp(np.cosh, lambda b, x, dx: b.mul(dx, _np(b, np.sinh, x)))
-defjvp(np.tanh,
-       lambda b, x, dx: b.mul(dx, _one_minus_square(b, _np(b, np.tanh, x))))
-defjvp(np.arcsin, lambda b, x, dx: b.div(dx, _np(b, np.sqrt, _one_minus_square(b, x))))
-defjvp(np.arccos, lambda b, x, dx: b.neg(b.div(dx, _np(b, np.sqrt, _one_minus_square(b, x)))))
-defjvp(np.arctan, lambda b, x, dx: b.div(dx, b.add(_const(b, 1, x), _square(b, x))))
+def _one(b, x):
+    return _const(b, 1, x)
+
+
+def _reciprocal(b, x):
+    return b.div(_one(b, x), x)
+
+
+defpartials(np.sin, lambda b, x: _np(b, np.cos, x))
+defpartials(np.cos, lambda b, x: b.neg(_np(b, np.sin, x)))
+defpartials(np.tan, lambda b, x: _reciprocal(b, _square(b, _np(b, np.cos, x))))
+defpartials(np.exp, lambda b, x: _np(b, np.exp, x))
+defpartials(np.expm1, lambda b, x: _np(b, np.exp, x))
+defpartials(np.exp2, lambda b, x: b.mul(_np(b, np.exp2, x), _const(b, _LN2, x)))
+defpartials(np.log, lambda b, x: _reciprocal(b, x))
+defpartials(np.log1p, lambda b, x: _reciprocal(b, b.add(x, _one(b, x))))
+defpartials(np.log2, lambda b, x: _reciprocal(b, b.mul(x, _const(b, _LN2, x))))
+defpartials(np.log10, lambda b, x: _reciprocal(b, b.mul(x, _const(b, _LN10, x))))
+defpartials(np.sqrt, lambda b, x: _reciprocal(b, b.mul(_const(b, 2, x), _np(b, np.sqrt, x))))
+defpartials(np.sinh, lambda b, x: _np(b, np.cosh, x))
+defpartials(np.cosh, lambda b, x: _np(b, np.sinh, x))
+defpartials(np.tanh, lambda b, x: _one_minus_square(b, _np(b, np.tanh, x)))
+defpartials(np.arcsin, lambda b, x: _reciprocal(b, _np(b, np.sqrt, _one_minus_square(b, x))))
+defpartials(np.arccos,
+            lambda b, x: b.neg(_reciprocal(b, _np(b, np.sqrt, _one_minus_square(b, x)))))
+defpartials(np.arctan, lambda b, x: _reciprocal(b, b.add(_one(b, x), _square(b, x))))
 # arctan2(y, x): d = (x dy - y dx) / (x^2 + y^2)
-defjvp(np.arctan2,
-       lambda b, y, x, dy: b.div(b.mul(dy, x), b.add(_square(b, x), _square(b, y))),
-       lambda b, y, x, dx: b.neg(b.div(b.mul(dx, y), b.add(_square(b, x), _square(b, y)))))
-defjvp(np.hypot,
-       lambda b, x, y, dx: b.div(b.mul(dx, x), _np(b, np.hypot, x, y)),
-       lambda b, x, y, dy: b.div(b.mul(dy, y), _np(b, np.hypot, x, y)))
-defjvp(np.square, lambda b, x, dx: b.mul(dx, b.mul(_const(b, 2, x), x)))
+defpartials(np.arctan2,
+            lambda b, y, x: b.div(x, b.add(_square(b, x), _square(b, y))),
+            lambda b, y, x: b.neg(b.div(y, b.add(_square(b, x), _square(b, y)))))
+defpartials(np.hypot,
+            lambda b, x, y: b.div(x, _np(b, np.hypot, x, y)),
+            lambda b, x, y: b.div(y, _np(b, np.hypot, x, y)))
+defpartials(np.square, lambda b, x: b.mul(_const(b, 2, x), x))
 
 
 # The rest of numba's float ufuncs (issue #6); np.sinc is a function, not a ufunc (reverse mode
 # lists it in reverse._ELEMENTWISE_FUNCTIONS).
-defjvp(np.arcsinh,
-       lambda b, x, dx: b.div(dx, _np(b, np.sqrt, b.add(_square(b, x), _const(b, 1, x)))))
-defjvp(np.arccosh,
-       lambda b, x, dx: b.div(dx, _np(b, np.sqrt, b.sub(_square(b, x), _const(b, 1, x)))))
-defjvp(np.arctanh, lambda b, x, dx: b.div(dx, _one_minus_square(b, x)))
-defjvp(np.cbrt,
-       lambda b, x, dx: b.div(dx, b.mul(_const(b, 3, x), _square(b, _np(b, np.cbrt, x)))))
-defjvp(np.reciprocal, lambda b, x, dx: b.neg(b.div(dx, _square(b, x))))
+defpartials(np.arcsinh,
+            lambda b, x: _reciprocal(b, _np(b, np.sqrt, b.add(_square(b, x), _one(b, x)))))
+defpartials(np.arccosh,
+            lambda b, x: _reciprocal(b, _np(b, np.sqrt, b.sub(_square(b, x), _one(b, x)))))
+defpartials(np.arctanh, lambda b, x: _reciprocal(b, _one_minus_square(b, x)))
+defpartials(np.cbrt,
+            lambda b, x: _reciprocal(b, b.mul(_const(b, 3, x), _square(b, _np(b, np.cbrt, x)))))
+defpartials(np.reciprocal, lambda b, x: b.neg(_reciprocal(b, _square(b, x))))
 defjvp(np.negative, lambda b, x, dx: b.neg(dx))
 defjvp(np.positive, lambda b, x, dx: dx)
 for _fn, _factor in [(np.deg2rad, math.pi / 180.0), (np.radians, math.pi / 180.0),
                      (np.rad2deg, 180.0 / math.pi), (np.degrees, 180.0 / math.pi)]:
-    defjvp(_fn, lambda b, x, dx, _factor=_factor: b.mul(dx, _const(b, _factor, x)))
+    defpartials(_fn, lambda b, x, _factor=_factor: _const(b, _factor, x))
 # logaddexp(x, y) = log(e^x + e^y): d/dx = e^(x - logaddexp(x, y)), and so for y (base 2 alike).
-defjvp(np.logaddexp,
-       lambda b, x, y, dx: b.mul(dx, _np(b, np.exp, b.sub(x, _np(b, np.logaddexp, x, y)))),
-       lambda b, x, y, dy: b.mul(dy, _np(b, np.exp, b.sub(y, _np(b, np.logaddexp, x, y)))))
-defjvp(np.logaddexp2,
-       lambda b, x, y, dx: b.mul(dx, _np(b, np.exp2, b.sub(x, _np(b, np.logaddexp2, x, y)))),
-       lambda b, x, y, dy: b.mul(dy, _np(b, np.exp2, b.sub(y, _np(b, np.logaddexp2, x, y)))))
+defpartials(np.logaddexp,
+            lambda b, x, y: _np(b, np.exp, b.sub(x, _np(b, np.logaddexp, x, y))),
+            lambda b, x, y: _np(b, np.exp, b.sub(y, _np(b, np.logaddexp, x, y))))
+defpartials(np.logaddexp2,
+            lambda b, x, y: _np(b, np.exp2, b.sub(x, _np(b, np.logaddexp2, x, y))),
+            lambda b, x, y: _np(b, np.exp2, b.sub(y, _np(b, np.logaddexp2, x, y))))
 # The arithmetic operators called as functions (np.divide is np.true_divide).
 defjvp(np.add, lambda b, x, y, dx: dx, lambda b, x, y, dy: dy)
 defjvp(np.subtract, lambda b, x, y, dx: dx, lambda b, x, y, dy: b.neg(dy))
-defjvp(np.multiply, lambda b, x, y, dx: b.mul(dx, y), lambda b, x, y, dy: b.mul(x, dy))
-defjvp(np.divide,
-       lambda b, x, y, dx: b.div(dx, y),
-       lambda b, x, y, dy: b.neg(b.div(b.mul(dy, x), _square(b, y))))
+defpartials(np.multiply, lambda b, x, y: y, lambda b, x, y: x)
+defpartials(np.divide,
+            lambda b, x, y: _reciprocal(b, y),
+            lambda b, x, y: b.neg(b.div(x, _square(b, y))))
 # fmod(x, y) = x - trunc(x / y) y and remainder(x, y) = x - floor(x / y) y (np.mod is
 # np.remainder): slope 1 in x and -trunc(x / y) (-floor(x / y)) in y, away from the jumps.
-defjvp(np.fmod,
-       lambda b, x, y, dx: dx,
-       lambda b, x, y, dy: b.neg(b.mul(dy, _np(b, np.trunc, b.div(x, y)))))
-defjvp(np.remainder,
-       lambda b, x, y, dx: dx,
-       lambda b, x, y, dy: b.neg(b.mul(dy, _np(b, np.floor, b.div(x, y)))))
+defpartials(np.fmod,
+            lambda b, x, y: _one(b, x),
+            lambda b, x, y: b.neg(_np(b, np.trunc, b.div(x, y))))
+defpartials(np.remainder,
+            lambda b, x, y: _one(b, x),
+            lambda b, x, y: b.neg(_np(b, np.floor, b.div(x, y))))
 
 
 def _first_argument_only(jvp: Callable) -> Callable:
@@ -172,59 +181,75 @@ defrule(np.nextafter, _first_argument_only(lambda b, x, y, dx: dx))
 defrule(np.ldexp, _first_argument_only(lambda b, x, i, dx: _np(b, np.ldexp, dx, i)))
 
 
-def _float_power_dbase(b, x, y, dx):
-    return b.mul(dx, b.mul(y, _np(b, np.float_power, x, b.sub(y, _const(b, 1, y)))))
+def _float_power_dbase(b, x, y):
+    # strong in y, as for np.power: x ** 0 is flat also at x = 0
+    return b.call(strong_mul, [y, _np(b, np.float_power, x, b.sub(y, _const(b, 1, y)))])
 
 
-def _float_power_dexponent(b, x, y, dy):
+def _float_power_dexponent(b, x, y):
     # As for np.power: x**y log(x), taken as 0 where x == 0.
     slope = b.mul(_np(b, np.float_power, x, y), _np(b, np.log, x))
-    return b.mul(dy, _where(b, b.binary(ops.Eq, x, _const(b, 0, x)), _const(b, 0, slope), slope))
+    return _where(b, b.binary(ops.Eq, x, _const(b, 0, x)), _const(b, 0, slope), slope)
 
 
-defjvp(np.float_power, _float_power_dbase, _float_power_dexponent)
+defpartials(np.float_power, _float_power_dbase, _float_power_dexponent)
 
 
-def _sinc_jvp(b, x, dx):
+def _sinc_partial(b, x):
     # sinc(x) = sin(pi x) / (pi x): slope (cos(pi x) - sinc(x)) / x, and 0 at x == 0.
     slope = b.div(b.sub(_np(b, np.cos, b.mul(_const(b, math.pi, x), x)), _np(b, np.sinc, x)), x)
-    return b.mul(dx, _where(b, b.binary(ops.Eq, x, _const(b, 0, x)), _const(b, 0, slope), slope))
+    return _where(b, b.binary(ops.Eq, x, _const(b, 0, x)), _const(b, 0, slope), slope)
 
 
-defjvp(np.sinc, _sinc_jvp)
+defpartials(np.sinc, _sinc_partial)
 
 
-def _abs_jvp(b, x, dx):
+def _abs_partial(b, x):
     # The one-sided derivative from the right at 0, as for the scalar abs.
-    return _where(b, b.binary(ops.Lt, x, _const(b, 0, x)), b.neg(dx), dx)
+    return _where(b, b.binary(ops.Lt, x, _const(b, 0, x)), _const(b, -1, x), _one(b, x))
 
 
-defjvp(np.abs, _abs_jvp)  # np.absolute is the same object
-defjvp(np.fabs, _abs_jvp)
+defpartials(np.abs, _abs_partial)  # np.absolute is the same object
+defpartials(np.fabs, _abs_partial)
 
 
-def _power_dbase(b, x, y, dx):
+def _power_dbase(b, x, y):
     k = ops.constant_value(y)
     if isinstance(k, (int, float)) and not isinstance(k, bool):
         # A constant exponent (the common `x ** 2`): fold y - 1 now, so that numba keeps its
         # fast integer-power path, and `x ** 2` costs one multiplication.
         if k == 2:
-            return b.mul(dx, b.mul(_const(b, 2, x), x))
+            return b.mul(_const(b, 2, x), x)
         if k == 1:
-            return dx
-        return b.mul(dx, b.mul(_const(b, k, x), b.binary(ops.Pow, x, b.const(k - 1, y.type))))
-    return b.mul(dx, b.mul(y, _np(b, np.power, x, b.sub(y, _const(b, 1, y)))))
+            return _one(b, x)
+        if k == 0:
+            return None  # x ** 0 is 1 everywhere, also at x = 0
+        return b.mul(_const(b, k, x), b.binary(ops.Pow, x, _exponent(b, k - 1, y)))
+    # y x ** (y - 1), exactly 0 where y == 0 (x ** 0 is flat, also at x = 0 where 0 ** -1 = inf)
+    y_minus_1 = b.sub(y, _const(b, 1, y))
+    if y_minus_1.type.is_integer:  # 0.0 ** -1 raises in numba whatever the error model
+        y_minus_1 = b.cast(y_minus_1, float64)
+    return b.call(strong_mul, [y, _np(b, np.power, x, y_minus_1)])
 
 
-def _power_dexponent(b, x, y, dy):
+def _exponent(b, k, like):
+    """A constant exponent: an int where numba's integer power cannot divide by zero (k >= 0,
+    the fast path for x ** 2), else a float (numba raises ZeroDivisionError for 0.0 ** -1 even
+    under the numpy error model; 0.0 ** -1.0 is inf)."""
+    if float(k).is_integer() and k >= 0:
+        return b.const(int(k), like.type if like.type.is_integer else int64)
+    return b.const(float(k), float64)
+
+
+def _power_dexponent(b, x, y):
     # x**y log(x), taken as 0 where x == 0 (flat in y there for y > 0; log would give 0 * -inf).
     slope = b.mul(_np(b, np.power, x, y), _np(b, np.log, x))
-    return b.mul(dy, _where(b, b.binary(ops.Eq, x, _const(b, 0, x)), _const(b, 0, slope), slope))
+    return _where(b, b.binary(ops.Eq, x, _const(b, 0, x)), _const(b, 0, slope), slope)
 
 
-defjvp(np.power, _power_dbase, _power_dexponent)
+defpartials(np.power, _power_dbase, _power_dexponent)
 # `x ** y` on arrays as well as scalars (scalar.py's rule emits math.log, scalars only).
-defjvp(ops.Pow, _power_dbase, _power_dexponent)
+defpartials(ops.Pow, _power_dbase, _power_dexponent)
 
 
 def _extremum_rule(keep_first: type) -> Callable:
@@ -338,7 +363,7 @@ def linear_attribute(name: str) -> Callable:
 
 for _fn in (np.sum, np.mean, np.transpose, np.copy, np.ravel, np.reshape, np.cumsum, np.trace,
             np.ascontiguousarray, np.diag, np.tril, np.triu, np.concatenate, np.stack, np.vstack,
-            np.hstack):
+            np.hstack, np.expand_dims):
     defrule(_fn, linear_call(_fn))
 for _name in ("sum", "mean", "copy", "ravel", "reshape", "transpose", "cumsum"):
     defrule(Method(_name), linear_method(_name))
@@ -361,7 +386,7 @@ defjvp(ops.MatMul,
 
 # --- reductions that are not linear --------------------------------------------------------------
 
-@numba.njit(cache=False)
+@numba.njit(cache=False, error_model="numpy")
 def prod_tangent(x, dx):
     """sum_i dx_i prod_{j != i} x_j, by suffix products and a running prefix product: no
     division, so exact zeros in x are handled."""
@@ -378,13 +403,13 @@ def prod_tangent(x, dx):
     return total
 
 
-@numba.njit(cache=False)
+@numba.njit(cache=False, error_model="numpy")
 def argmax_tangent(x, dx):
     """The tangent of x's (first) largest element, both read in C order."""
     return np.ravel(dx)[np.argmax(x)]
 
 
-@numba.njit(cache=False)
+@numba.njit(cache=False, error_model="numpy")
 def argmin_tangent(x, dx):
     return np.ravel(dx)[np.argmin(x)]
 
@@ -437,7 +462,7 @@ for _name in ("random", "rand", "randn", "normal", "uniform", "standard_normal",
     nondifferentiable(getattr(np.random, _name))
 
 
-@numba.njit(cache=False)
+@numba.njit(cache=False, error_model="numpy")
 def _seeded_normal(mean):
     np.random.seed(0)  # the same numbers at every evaluation, for finite differences
     return np.random.normal(mean, 1.0, (3, 4))

@@ -16,9 +16,11 @@ from typing import Callable
 import numpy as np
 
 from ..ir import ops
-from . import (JVP_RULES, RuleNotApplicable, const_like, defjvp, deflinear, defrule, defzero,
-               square, zero_like)
+from ..ir.types import float64
+from . import (JVP_RULES, RuleNotApplicable, const_like, defjvp, deflinear, defpartials, defrule,
+               defzero, square, zero_like)
 from .special import digamma
+from .strong_zeros import strong_mul
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -35,34 +37,36 @@ defjvp(ops.Add, lambda b, x, y, dx: dx, lambda b, x, y, dy: dy)
 defjvp(ops.Sub, lambda b, x, y, dx: dx, lambda b, x, y, dy: b.neg(dy))
 deflinear(ops.Neg, lambda b, dx: b.neg(dx))
 deflinear(ops.Pos, lambda b, dx: dx)
-defjvp(ops.Mul,
-       lambda b, x, y, dx: b.mul(dx, y),
-       lambda b, x, y, dy: b.mul(x, dy))
-defjvp(ops.TrueDiv,
-       lambda b, x, y, dx: b.div(dx, y),
-       lambda b, x, y, dy: b.neg(b.div(b.mul(dy, b.div(x, y)), y)))
+defpartials(ops.Mul, lambda b, x, y: y, lambda b, x, y: x)
+defpartials(ops.TrueDiv,
+            lambda b, x, y: b.div(const_like(b, 1, y), y),
+            lambda b, x, y: b.neg(b.div(b.div(x, y), y)))
 defzero(ops.FloorDiv)
 # x % y == x - y * floor(x / y) (Python's and numba's float modulo)
-defjvp(ops.Mod,
-       lambda b, x, y, dx: dx,
-       lambda b, x, y, dy: b.neg(b.mul(dy, b.binary(ops.FloorDiv, x, y))))
+defpartials(ops.Mod,
+            lambda b, x, y: const_like(b, 1, x),
+            lambda b, x, y: b.neg(b.binary(ops.FloorDiv, x, y)))
 
 
-def _pow_dbase(b, x, y, dx):
+def _pow_dbase(b, x, y):
+    # y x ** (y - 1), exactly 0 where y == 0: x ** 0 is flat, also at x = 0 (0 ** -1 is inf)
     y_minus_1 = b.sub(y, const_like(b, 1, y))
-    return b.mul(dx, b.mul(y, b.binary(ops.Pow, x, y_minus_1)))
+    if y_minus_1.type.is_integer:  # numba raises for 0.0 ** -1 under any error model
+        y_minus_1 = b.cast(y_minus_1, float64)
+    return b.call(strong_mul, [y, b.binary(ops.Pow, x, y_minus_1)])
 
 
-def _pow_dexponent(b, x, y, dy):
+def _pow_dexponent(b, x, y):
     # d(x**y)/dy = x**y * log(x); taken as 0 at x == 0, where x**y is flat in y (for y > 0)
     # and log(x) would give 0 * -inf = nan.
     slope = b.mul(b.binary(ops.Pow, x, y), _call(b, math.log, x))
     at_zero = b.binary(ops.Eq, x, zero_like(b, x))
-    return b.mul(dy, b.select(at_zero, zero_like(b, slope), slope))
+    return b.select(at_zero, zero_like(b, slope), slope)
 
 
-defjvp(ops.Pow, _pow_dbase, _pow_dexponent)
-defjvp(math.pow, _pow_dbase, _pow_dexponent)
+defpartials(ops.Pow, _pow_dbase, _pow_dexponent)
+defpartials(math.pow, _pow_dbase, _pow_dexponent)
+defpartials(pow, _pow_dbase, _pow_dexponent)  # the builtin, with two arguments
 
 # Cast float -> float: the tangent, which the pass casts to the result's type. Casts to int or
 # bool produce no tangent, and casts from int produce a zero one: the pass handles both.
@@ -80,54 +84,64 @@ defrule(ops.Select, _select_rule)
 
 # --- math functions --------------------------------------------------------------------------
 
-defjvp(math.sin, lambda b, x, dx: b.mul(dx, _call(b, math.cos, x)))
-defjvp(math.cos, lambda b, x, dx: b.neg(b.mul(dx, _call(b, math.sin, x))))
-defjvp(math.tan, lambda b, x, dx: b.div(dx, square(b, _call(b, math.cos, x))))
-defjvp(math.exp, lambda b, x, dx: b.mul(dx, _call(b, math.exp, x)))
-defjvp(math.expm1, lambda b, x, dx: b.mul(dx, _call(b, math.exp, x)))
-defjvp(math.log, lambda b, x, dx: b.div(dx, x))
-defjvp(math.log1p, lambda b, x, dx: b.div(dx, b.add(x, const_like(b, 1, x))))
-defjvp(math.log2, lambda b, x, dx: b.div(dx, b.mul(x, const_like(b, _LN2, x))))
-defjvp(math.log10, lambda b, x, dx: b.div(dx, b.mul(x, const_like(b, _LN10, x))))
-defjvp(math.sqrt, lambda b, x, dx: b.div(dx, b.mul(const_like(b, 2, x), _call(b, math.sqrt, x))))
-defjvp(math.sinh, lambda b, x, dx: b.mul(dx, _call(b, math.cosh, x)))
-defjvp(math.cosh, lambda b, x, dx: b.mul(dx, _call(b, math.sinh, x)))
-defjvp(math.tanh,
-       lambda b, x, dx: b.mul(dx, b.sub(const_like(b, 1, x), square(b, _call(b, math.tanh, x)))))
+def _one(b, x):
+    return const_like(b, 1, x)
+
+
+def _reciprocal(b, x):
+    return b.div(_one(b, x), x)
+
+
+defpartials(math.sin, lambda b, x: _call(b, math.cos, x))
+defpartials(math.cos, lambda b, x: b.neg(_call(b, math.sin, x)))
+defpartials(math.tan, lambda b, x: _reciprocal(b, square(b, _call(b, math.cos, x))))
+defpartials(math.exp, lambda b, x: _call(b, math.exp, x))
+defpartials(math.expm1, lambda b, x: _call(b, math.exp, x))
+defpartials(math.log, lambda b, x: _reciprocal(b, x))
+defpartials(math.log1p, lambda b, x: _reciprocal(b, b.add(x, _one(b, x))))
+defpartials(math.log2, lambda b, x: _reciprocal(b, b.mul(x, const_like(b, _LN2, x))))
+defpartials(math.log10, lambda b, x: _reciprocal(b, b.mul(x, const_like(b, _LN10, x))))
+defpartials(math.sqrt,
+            lambda b, x: _reciprocal(b, b.mul(const_like(b, 2, x), _call(b, math.sqrt, x))))
+defpartials(math.sinh, lambda b, x: _call(b, math.cosh, x))
+defpartials(math.cosh, lambda b, x: _call(b, math.sinh, x))
+defpartials(math.tanh, lambda b, x: b.sub(_one(b, x), square(b, _call(b, math.tanh, x))))
 
 
 def _one_minus_square_root(b, x):
     return _call(b, math.sqrt, b.sub(const_like(b, 1, x), square(b, x)))
 
 
-defjvp(math.asin, lambda b, x, dx: b.div(dx, _one_minus_square_root(b, x)))
-defjvp(math.acos, lambda b, x, dx: b.neg(b.div(dx, _one_minus_square_root(b, x))))
-defjvp(math.atan, lambda b, x, dx: b.div(dx, b.add(const_like(b, 1, x), square(b, x))))
+defpartials(math.asin, lambda b, x: _reciprocal(b, _one_minus_square_root(b, x)))
+defpartials(math.acos, lambda b, x: b.neg(_reciprocal(b, _one_minus_square_root(b, x))))
+defpartials(math.atan, lambda b, x: _reciprocal(b, b.add(_one(b, x), square(b, x))))
 # atan2(y, x): d = (x dy - y dx) / (x^2 + y^2)
-defjvp(math.atan2,
-       lambda b, y, x, dy: b.div(b.mul(dy, x), b.add(square(b, x), square(b, y))),
-       lambda b, y, x, dx: b.neg(b.div(b.mul(dx, y), b.add(square(b, x), square(b, y)))))
-defjvp(math.hypot,
-       lambda b, x, y, dx: b.div(b.mul(dx, x), _call(b, math.hypot, x, y)),
-       lambda b, x, y, dy: b.div(b.mul(dy, y), _call(b, math.hypot, x, y)))
-defjvp(math.erf,
-       lambda b, x, dx: b.mul(dx, b.mul(const_like(b, _TWO_OVER_SQRT_PI, x),
-                                        _call(b, math.exp, b.neg(square(b, x))))))
-
-defjvp(math.erfc,
-       lambda b, x, dx: b.neg(b.mul(dx, b.mul(const_like(b, _TWO_OVER_SQRT_PI, x),
-                                              _call(b, math.exp, b.neg(square(b, x)))))))
-defjvp(math.asinh,
-       lambda b, x, dx: b.div(dx, _call(b, math.sqrt, b.add(square(b, x), const_like(b, 1, x)))))
-defjvp(math.acosh,
-       lambda b, x, dx: b.div(dx, _call(b, math.sqrt, b.sub(square(b, x), const_like(b, 1, x)))))
-defjvp(math.atanh, lambda b, x, dx: b.div(dx, b.sub(const_like(b, 1, x), square(b, x))))
-defjvp(math.exp2,
-       lambda b, x, dx: b.mul(dx, b.mul(_call(b, math.exp2, x), const_like(b, _LN2, x))))
+defpartials(math.atan2,
+            lambda b, y, x: b.div(x, b.add(square(b, x), square(b, y))),
+            lambda b, y, x: b.neg(b.div(y, b.add(square(b, x), square(b, y)))))
+defpartials(math.hypot,
+            lambda b, x, y: b.div(x, _call(b, math.hypot, x, y)),
+            lambda b, x, y: b.div(y, _call(b, math.hypot, x, y)))
+defpartials(math.erf,
+            lambda b, x: b.mul(const_like(b, _TWO_OVER_SQRT_PI, x),
+                               _call(b, math.exp, b.neg(square(b, x)))))
+defpartials(math.erfc,
+            lambda b, x: b.neg(b.mul(const_like(b, _TWO_OVER_SQRT_PI, x),
+                                     _call(b, math.exp, b.neg(square(b, x))))))
+defpartials(math.asinh,
+            lambda b, x: _reciprocal(b, _call(b, math.sqrt, b.add(square(b, x), _one(b, x)))))
+defpartials(math.acosh,
+            lambda b, x: _reciprocal(b, _call(b, math.sqrt, b.sub(square(b, x), _one(b, x)))))
+defpartials(math.atanh, lambda b, x: _reciprocal(b, b.sub(_one(b, x), square(b, x))))
+defpartials(math.exp2, lambda b, x: b.mul(_call(b, math.exp2, x), const_like(b, _LN2, x)))
+defpartials(math.degrees, lambda b, x: const_like(b, 180.0 / math.pi, x))
+defpartials(math.radians, lambda b, x: const_like(b, math.pi / 180.0, x))
+# ldexp(x, i) = x 2**i (i an int); nextafter(x, y) moves x by one ulp towards y: slope 1 in x
+defpartials(math.ldexp, lambda b, x, i: _call(b, math.ldexp, _one(b, x), i), None)
+defpartials(math.nextafter, lambda b, x, y: _one(b, x), lambda b, x, y: None)
 # d/dx log|Gamma(x)| = digamma(x), on both sides of the poles; Gamma' = Gamma * digamma.
-defjvp(math.lgamma, lambda b, x, dx: b.mul(dx, _call(b, digamma, x)))
-defjvp(math.gamma,
-       lambda b, x, dx: b.mul(dx, b.mul(_call(b, math.gamma, x), _call(b, digamma, x))))
+defpartials(math.lgamma, lambda b, x: _call(b, digamma, x))
+defpartials(math.gamma, lambda b, x: b.mul(_call(b, math.gamma, x), _call(b, digamma, x)))
 
 
 def _copysign_rule(b, primals, tangents, kwargs):
@@ -144,14 +158,14 @@ def _copysign_rule(b, primals, tangents, kwargs):
 defrule(math.copysign, _copysign_rule)
 
 
-def _abs_jvp(b, x, dx):
+def _abs_partial(b, x):
     # The one-sided derivative from the right at 0, as for |x| written with a branch.
-    return b.select(b.binary(ops.Lt, x, zero_like(b, x)), b.neg(dx), dx)
+    return b.select(b.binary(ops.Lt, x, zero_like(b, x)), const_like(b, -1, x), _one(b, x))
 
 
-defjvp(math.fabs, _abs_jvp)
-defjvp(abs, _abs_jvp)
-for _flat in (math.floor, math.ceil, math.trunc, np.floor, np.ceil, np.trunc):
+defpartials(math.fabs, _abs_partial)
+defpartials(abs, _abs_partial)
+for _flat in (math.floor, math.ceil, math.trunc, np.floor, np.ceil, np.trunc, round):
     defzero(_flat)
 
 
