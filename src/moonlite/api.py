@@ -18,6 +18,7 @@ from numba.core.compiler_lock import global_compiler_lock
 
 from . import _numba as nb
 from .ad.derived import api_cached, derived_forward_rule
+from .ad.guards import any_shared_memory, check_aliasing
 from .errors import ArgumentError, SourceLoc, UnsupportedError
 
 # jacfwd pushes this many tangent directions through one evaluation of the kernel.
@@ -192,8 +193,24 @@ def jvp(f, primals: Sequence, tangents: Sequence):
     """
     primals, checked = checked_primals_and_tangents(f, primals, tangents, "jvp")
     rule = _rule_for(f, primals, 1, "jvp")
+    refuse_aliased_writes(f, primals, checked, rule.written)
     out, dout = rule(*primals, *[t for t in checked if t is not None])
     return out, (None if _is_none_tangent(dout) else dout)
+
+
+def refuse_aliased_writes(f, primals: tuple, tangents, written) -> None:
+    """ArgumentError if an array `f` writes (or its tangent, which the rule writes alongside)
+    shares memory with another argument or tangent (`ad/guards.py`). `written`: the indices
+    of the arguments `f` may write, or a function computing them (called only if two arrays
+    share memory)."""
+    values = tuple(primals) + tuple(tangents if tangents is not None else [None] * len(primals))
+    if not any_shared_memory(values):
+        return
+    written = frozenset(written() if callable(written) else written)
+    names = list(inspect.signature(f.py_func).parameters)[:len(primals)]
+    names += [f"the tangent of {n}" for n in names]
+    n = len(primals)
+    check_aliasing(f.py_func.__qualname__, values, written | {i + n for i in written}, names)
 
 
 def checked_primals_and_tangents(f, primals, tangents, api: str) -> tuple:
@@ -261,6 +278,7 @@ def _jacobian_wrt(f, args: tuple, argnum: int):
     # Only x carries tangents: the other arguments are inactive (zero tangents, allocated inside
     # the rule only where the kernel writes into them).
     rule = _rule_for(f, args, width, "jacfwd", active=frozenset([argnum]))
+    refuse_aliased_writes(f, args, None, rule.written)  # the passes below run on copies
     columns = []
     for start in range(0, n, width):
         count = min(width, n - start)
@@ -283,7 +301,7 @@ def _seed(x, k: int):
     if np.ndim(x) == 0:
         return type(x)(1.0) if isinstance(x, np.floating) else 1.0
     e = np.zeros_like(x)
-    e.reshape(-1)[k] = 1.0
+    e.flat[k] = 1.0  # entry k in C order, whatever x's layout (reshape(-1) of an F array copies)
     return e
 
 

@@ -15,8 +15,10 @@ from typing import Sequence
 import numpy as np
 
 from .ad.derived import api_cached, derived_hvp_rule
+from .ad.guards import emit_guards, private_copies
+from .ad.inline import inline_njit_calls
 from .api import (ArgumentError, _check_njit, _def_loc, _kind, checked_primals_and_tangents,
-                  compile_lock, value_key)
+                  compile_lock, refuse_aliased_writes, value_key)
 from .api_reverse import reverse_rule
 from .errors import UnsupportedError
 from .ir import Builder
@@ -33,6 +35,10 @@ def hvp(f, primals: Sequence, tangents: Sequence) -> tuple:
     primals, checked = checked_primals_and_tangents(f, primals, tangents, "hvp")
     key = ("hvp", f, tuple(value_key(f, p) for p in primals))
     rule, one = api_cached(key, lambda: _hvp_rule(f, primals))
+    if rule.written:  # the rule runs f's sweep: on copies, so a failure leaves no trace
+        refuse_aliased_writes(f, primals, checked, rule.written)
+        primals = private_copies(primals, rule.written)
+        checked = private_copies(tuple(checked), rule.written)
     _, (_, hv) = rule(*primals, one, *[t for t in checked if t is not None])
     return tuple(hv)
 
@@ -59,7 +65,8 @@ def hessian(f, argnums: int = 0):
     def derive(argtypes: tuple):
         return _hessian_ir(f, argtypes, argnums, names)
 
-    return DerivedDispatcher(f"hessian_{f.py_func.__name__}", names, derive)
+    return DerivedDispatcher(f"hessian_{f.py_func.__name__}", names, derive,
+                             bool(f.targetoptions.get("boundscheck")))
 
 
 def _hessian_ir(f, argtypes: tuple, argnum: int, names: list):
@@ -78,13 +85,16 @@ def _hessian_ir(f, argtypes: tuple, argnum: int, names: list):
     one = _unit_cotangent(f, tuple(argtypes), "hessian")
     rule = derived_hvp_rule(f, tuple(argtypes), width, frozenset([argnum]))
     seed = (np.float32(1.0) if x.bits == 32 else 1.0) if isinstance(x, FloatType) else None
-    driver = _driver(rule, len(types), argnum, width, one, seed)
+    driver = _driver(rule, len(types), argnum, width, one, seed,
+                     x.ndim if isinstance(x, ArrayType) else 0)
     b = Builder.new_function(f"hessian_{f.py_func.__name__}", types, names, x)
     b.position_at_end(b.new_block("entry"))
-    result = b.call(driver, list(b.function.args))
+    args = emit_guards(b, list(b.function.args), rule.written, qualname)  # ad/guards.py
+    result = b.call(driver, args)
     b.function.return_type = result.type
     b.ret(result)
-    return b.function
+    # one compiled function: the driver and the rule inlined (see api_reverse.inline_rule)
+    return inline_njit_calls(b.function, keep=lambda callee: callee not in (driver, rule))
 
 
 def _unit_cotangent(f, argtypes: tuple, api: str):
@@ -97,7 +107,13 @@ def _unit_cotangent(f, argtypes: tuple, api: str):
     return np.float32(1.0) if out_type.bits == 32 else 1.0
 
 
-def _driver(rule, nargs: int, argnum: int, width: int, one, seed):
+def _doubled_shape(ndim: int) -> str:
+    """Source of x.shape + x.shape, spelled out (moonlite's IR does not add tuples)."""
+    dims = [f"x.shape[{k}]" for k in range(ndim)]
+    return f"({', '.join(dims + dims)})"
+
+
+def _driver(rule, nargs: int, argnum: int, width: int, one, seed, ndim: int = 0):
     """An njit function `driver(*args)` filling the Hessian `width` columns per call of the
     forward-over-reverse `rule` (generated per signature: numba needs the arity spelled out)."""
     import numba
@@ -119,7 +135,7 @@ def _driver(rule, nargs: int, argnum: int, width: int, one, seed):
                 f"{seeds}"
                 f"        res = rule({args}, ONE, {', '.join(f's{j}' for j in range(width))})\n"
                 f"{columns}"
-                f"    return H.reshape(x.shape + x.shape)\n")
+                f"    return H.reshape({_doubled_shape(ndim)})\n")
     source = f"def hessian_driver({args}):\n{body}"
     namespace = {"np": np, "rule": rule, "ONE": one, "SEED": seed}
     exec(compile(source, "<moonlite hessian driver>", "exec"), namespace)

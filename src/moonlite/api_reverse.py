@@ -9,6 +9,7 @@ compiles a small wrapper that seeds the output's adjoint with 1 and picks the gr
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import linecache
 import numbers
@@ -16,6 +17,8 @@ import numbers
 import numpy as np
 
 from .ad.derived import derived_reverse_rule, derived_reverse_split
+from .ad.guards import check_aliasing, deferred_interrupts, emit_guards, private_copies
+from .ad.inline import inline_njit_calls
 from .ad.reverse_types import is_float_array
 from .ad.tangents import mentions_complex
 from .api import (ArgumentError, _check_argnum, _check_arguments, _check_njit,
@@ -85,7 +88,8 @@ def _gradient_dispatcher(f, argnums, with_value: bool):
     def derive(argtypes: tuple):
         return _gradient_ir(f, argtypes, argnums, with_value, api)
 
-    return DerivedDispatcher(f"{api}_{f.py_func.__name__}", names, derive)
+    return DerivedDispatcher(f"{api}_{f.py_func.__name__}", names, derive,
+                             bool(f.targetoptions.get("boundscheck")))
 
 
 def _gradient_ir(f, argtypes: tuple, argnums, with_value: bool, api: str):
@@ -110,7 +114,7 @@ def _gradient_ir(f, argtypes: tuple, argnums, with_value: bool, api: str):
     b = Builder.new_function(f"{api}_{f.py_func.__name__}", types,
                              list(inspect.signature(f.py_func).parameters), out_type)
     b.position_at_end(b.new_block("entry"))
-    args = b.function.args
+    args = emit_guards(b, list(b.function.args), rule.written, name)  # guards.py
     result = b.call(rule, [*args, b.const(1.0, out_type)], type=rule.ir.return_type)
     grads = b.tuple_getitem(result, 1)
     picked = [b.tuple_getitem(grads, n % len(types)) for n in nums]
@@ -119,7 +123,15 @@ def _gradient_ir(f, argtypes: tuple, argnums, with_value: bool, api: str):
         value = b.build_tuple([b.tuple_getitem(result, 0), value])
     b.function.return_type = value.type
     b.ret(value)
-    return b.function
+    return inline_rule(b.function, rule)
+
+
+def inline_rule(fn, rule):
+    """`fn` with its call of the derived `rule` replaced by the rule's body: one compiled
+    function, not a call between two. numba leaks a reference to an array argument when a
+    callee raises (numba issues #1549, #10783), so a wrapper around a kernel that raises leaked
+    one per call; and the rule itself is never compiled on its own."""
+    return inline_njit_calls(fn, keep=lambda callee: callee is not rule)
 
 
 def _active(types: list, nums: tuple):
@@ -135,10 +147,12 @@ def vjp(f, *primals):
     """`(f(*primals), pullback)`; `pullback(dout)` returns one cotangent per primal (None for
     int and bool arguments, arrays shaped like their primals).
 
-    `vjp` runs the forward sweep of `f`'s reverse rule on your arguments, so afterwards they hold
-    what `f` leaves in them, and keeps what the pullback needs: scalar tapes as arrays, tapes of
-    arrays as lists of them. `pullback` (once) runs the compiled pullback on that state; after it
-    your arguments hold what they held before the call again.
+    `vjp` runs the forward sweep of `f`'s reverse rule on private copies of the arrays `f` may
+    write, and keeps what the pullback needs: scalar tapes as arrays, tapes of arrays as lists of
+    them. Once the sweep has finished, your arrays get what `f` leaves in them, as after
+    `f(*primals)` (if the sweep raises, they keep what they held). `pullback` (once) runs the
+    compiled pullback on the private state and never writes into your arrays, so you may reuse
+    them in between.
     """
     _check_njit(f, "vjp")
     _check_arguments(f, primals, "vjp")
@@ -146,24 +160,31 @@ def vjp(f, *primals):
     with compile_lock():
         sweep, pull = derived_reverse_split(f, argtypes)
     refuse_complex(f, argtypes, sweep.ir)
-    out, state = sweep(*primals)
-    # what f left in the arguments, in case they are changed before the pullback runs
-    after = [p.copy() if isinstance(p, np.ndarray) else None for p in primals]
+    name = f.py_func.__qualname__
+    check_aliasing(name, primals, sweep.written, _parameter_names(f))
+    work = private_copies(primals, sweep.written)
+    guard = deferred_interrupts if sweep.state_has_lists else contextlib.nullcontext
+    with guard():
+        out, state = sweep(*work)
+    for i in sweep.written:  # what f leaves in its arguments
+        primals[i][...] = work[i]
     used = []
 
     def pullback(dout):
-        _check_cotangent(dout, out, f"vjp({f.py_func.__qualname__}) pullback")
+        _check_cotangent(dout, out, f"vjp({name}) pullback")
         if used:
-            raise ArgumentError(f"vjp({f.py_func.__qualname__}): this pullback was already used: "
-                                f"call vjp again")
+            raise ArgumentError(f"vjp({name}): this pullback was already used: call vjp again")
         used.append(True)
-        for arg, left in zip(primals, after):
-            if left is not None:
-                arg[...] = left
-        _, grads = pull(*primals, _as_cotangent(dout, out), *state)
+        with guard():
+            _, grads = pull(*work, _as_cotangent(dout, out), *state)
         return tuple(grads)
 
+    pullback.arguments = work  # the private arrays, restored by the pullback (moonlite.testing)
     return out, pullback
+
+
+def _parameter_names(f) -> list:
+    return list(inspect.signature(f.py_func).parameters)
 
 
 def jacrev(f, argnums=0):
@@ -177,6 +198,7 @@ def jacrev(f, argnums=0):
         for n in nums:
             _check_argnum(n, args, f"jacrev({f.py_func.__qualname__})")
         rule = reverse_rule(f, tuple(f.typeof_pyval(a) for a in args))
+        check_aliasing(f.py_func.__qualname__, args, rule.written, _parameter_names(f))
         out = f(*_copy(args))
         float_array = isinstance(out, np.ndarray) and np.issubdtype(out.dtype, np.floating)
         if not (float_array or isinstance(out, (float, np.floating))):
@@ -188,7 +210,7 @@ def jacrev(f, argnums=0):
         for k in range(size):
             if isinstance(out, np.ndarray):
                 seed = np.zeros_like(out)
-                seed.reshape(-1)[k] = 1.0
+                seed.flat[k] = 1.0  # C order for any layout
             else:
                 seed = type(out)(1.0) if isinstance(out, np.floating) else 1.0
             _, grads = rule(*_copy(args), seed)

@@ -10,6 +10,9 @@ environment variable `MOONLITE_DEBUG=1` (read at import). In debug mode:
   `ValueError` with the source line and the IR around the call, before any wrong number spreads.
   (Tangents from users' JVP rules are checked in every mode, and reverse mode always checks the
   shapes of the adjoints it adds into arrays.)
+- the primal output of a user's rule (`out` of a custom JVP or of the forward half of a custom
+  VJP) is compared, at run time, with what the function itself returns (its shape and its
+  values, to 1e-8 relative): a rule computing something else raises `ValueError`.
 
 Derived rules are cached per mode: switching clears the cache, so every rule is rebuilt with (or
 without) the checks.
@@ -22,6 +25,7 @@ import linecache
 import os
 
 import numba
+import numpy as np
 
 from .errors import VerificationError
 from .ir import verify
@@ -107,4 +111,30 @@ def _checker(message: str):
                 raise ValueError(message)
             return None
         checker = _checkers[message] = numba.njit(check)
+    return checker
+
+
+def emit_output_check(b, function, args, got, op, rule_name: str) -> None:
+    """In debug mode, emit a run-time comparison of `got` (a custom rule's primal output) with
+    `function(*args)`."""
+    from .ir.types import ArrayType, FloatType, none
+    if not _enabled or not isinstance(got.type, (ArrayType, FloatType)):
+        return
+    expected = b.call(function, list(args), type=got.type)
+    where = _message(op, "").split("\n", 1)[1]
+    message = (f"moonlite: the custom rule of {rule_name} computes an output different from "
+               f"what {rule_name} returns (shape or values)\n{where}")
+    b.call(_output_checker(message), [expected, got], type=none)
+
+
+def _output_checker(message: str):
+    key = ("output", message)
+    checker = _checkers.get(key)
+    if checker is None:
+        def check(expected, got):
+            a, e = np.asarray(got), np.asarray(expected)
+            if a.shape != e.shape or not np.allclose(a, e, 1e-8, 1e-300, True):
+                raise ValueError(message)
+            return None
+        checker = _checkers[key] = numba.njit(check)
     return checker

@@ -60,8 +60,8 @@ def _random_tangent(a, rng):
     if kind == "float":
         return type(a)(rng.standard_normal()) if isinstance(a, np.floating) \
             else float(rng.standard_normal())
-    if kind == "array":
-        return rng.standard_normal(a.shape).astype(a.dtype)
+    if kind == "array":  # (asarray: a 0-d draw is a Python float)
+        return np.asarray(rng.standard_normal(a.shape)).astype(a.dtype)
     if kind == "tuple":
         return tuple(_random_tangent(e, rng) for e in a)
     return None
@@ -83,8 +83,8 @@ def _shift(a, t, h):
     kind = _kind(a)
     if kind == "float":
         return type(a)(a + h * t)
-    if kind == "array":
-        return (a + h * t).astype(a.dtype)
+    if kind == "array":  # (asarray: a 0-d array plus a number is a numpy scalar)
+        return np.asarray(a + h * t).astype(a.dtype)
     if kind == "tuple":
         return tuple(_shift(e, te, h) for e, te in zip(a, t))
     return a.copy() if isinstance(a, np.ndarray) else a
@@ -152,11 +152,19 @@ def check_vjp(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,
     out, pullback = vjp(f, *ours)  # the sweep and the pullback run as two compiled calls
     grads = pullback(dout)
     _check_primal(f, args, out)
-    for i, (before, after) in enumerate(zip(args, ours)):
-        if isinstance(before, np.ndarray) and not np.array_equal(before, after):
+    left_by_f = _copy(args)
+    f(*left_by_f)
+    for i, (before, left, mine, private) in enumerate(zip(args, left_by_f, ours,
+                                                          pullback.arguments)):
+        if not isinstance(before, np.ndarray):
+            continue
+        if not np.array_equal(mine, left, equal_nan=True):
+            raise AssertionError(f"argument {i} after vjp holds {mine}, not what the function "
+                                 f"leaves in it: {left}")
+        if not np.array_equal(private, before, equal_nan=True):
             raise AssertionError(f"argument {i} was not restored by the pullback: it holds "
-                                 f"{after} instead of {before} (max difference "
-                                 f"{np.max(np.abs(after - before)):.3e})")
+                                 f"{private} instead of {before} (max difference "
+                                 f"{np.nanmax(np.abs(private - before)):.3e})")
     tangents = [zero_tangent_like(a) if i in fixed else _random_tangent(a, rng)
                 for i, a in enumerate(args)]
     lhs = sum(inner(g, t) for g, t in zip(grads, tangents))
@@ -172,6 +180,35 @@ def check_vjp(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,
             f"<dout, finite differences> = {estimates[best]!r} at the best step size "
             f"{STEP_SIZES[best]:g} (error {errors[best]:.3e}); the gradient of argument(s) "
             f"{culprits} is wrong")
+
+
+def check_grad(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,
+               fixed: tuple = ()) -> None:
+    """Check `moonlite.grad` of scalar-valued `f` at `args` (its own compiled path: the reverse
+    rule inlined into a wrapper that works on copies of the arrays `f` writes): the
+    dot-product identity <grad, t> = d/dh f(args + h t) against central finite differences
+    along a random direction `t`, and every argument left as it was."""
+    from .api_reverse import grad
+    rng = np.random.default_rng(seed + 1)
+    active = tuple(i for i, a in enumerate(args)
+                   if i not in fixed and _kind(a) in ("float", "array", "tuple"))
+    if not active:
+        raise AssertionError("check_grad needs an argument to differentiate")
+    ours = _copy(args)
+    grads = grad(f, argnums=active)(*ours)
+    for i, (before, after) in enumerate(zip(args, ours)):
+        if isinstance(before, np.ndarray) and not np.array_equal(before, after, equal_nan=True):
+            raise AssertionError(f"grad changed argument {i}: it holds {after} instead of "
+                                 f"{before}")
+    tangents = [_random_tangent(a, rng) if i in active else None for i, a in enumerate(args)]
+    lhs = sum(inner(g, tangents[i]) for g, i in zip(grads, active))
+    estimates = _dout_differences(f, args, tangents, 1.0)
+    if not _identity_holds(lhs, estimates, rtol, atol):
+        errors = [abs(lhs - e) for e in estimates]
+        best = int(np.argmin(errors))
+        raise AssertionError(f"the gradient fails the dot-product identity: <grad, t> = "
+                             f"{lhs!r}, finite differences give {estimates[best]!r} at the best "
+                             f"step size {STEP_SIZES[best]:g} (error {errors[best]:.3e})")
 
 
 def _identity_holds(lhs: float, estimates: list, rtol: float, atol: float) -> bool:
@@ -207,6 +244,9 @@ def check_rule(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,
     if _kind(expected) in ("float", "array"):
         _checking("reverse mode (check_vjp)", check_vjp, f, *args, rtol=rtol, atol=atol,
                   seed=seed, fixed=fixed)
+    if _kind(expected) == "float":
+        _checking("reverse mode (check_grad)", check_grad, f, *args, rtol=rtol, atol=atol,
+                  seed=seed, fixed=fixed)
     if second_order:
         _checking("second order (check_hvp)", check_hvp, f, *args, rtol=max(rtol, 1e-5),
                   seed=seed, fixed=fixed)
@@ -227,9 +267,11 @@ def check_hvp(f, *args, rtol: float = 1e-5, atol: float = 1e-7, seed: int = 0,
     from .api_higher import hvp
     from .api_reverse import grad
     rng = np.random.default_rng(seed)
-    active = [i for i, a in enumerate(args) if i not in fixed and _kind(a) in ("float", "array")]
+    active = [i for i, a in enumerate(args)
+              if i not in fixed and _kind(a) in ("float", "array", "tuple")]
     if not active:
-        raise AssertionError("check_hvp needs a float or float-array argument to differentiate")
+        raise AssertionError("check_hvp needs a float, float-array or tuple argument to "
+                             "differentiate")
     v = tuple(_random_tangent(a, rng) if i in active else zero_tangent_like(a)
               for i, a in enumerate(args))
     w = tuple(_random_tangent(a, rng) if i in active else zero_tangent_like(a)

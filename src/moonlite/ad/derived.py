@@ -12,6 +12,8 @@ clear error rather than looping.
 
 from __future__ import annotations
 
+import functools
+
 from .. import _numba as nb
 from ..capture import capture_types
 from ..errors import UnsupportedError
@@ -19,6 +21,7 @@ from ..debug import verified, verified_in_debug
 from ..lower import lower
 from ..lower.dispatcher import quiet_performance_warnings
 from .forward import forward_transform
+from .guards import written_arguments
 
 _lock = nb.global_compiler_lock
 _cache: dict = {}
@@ -44,6 +47,7 @@ def derived_forward_rule(f, argtypes: tuple, width: int = 1, active=None):
         try:
             primal = verified_in_debug(primal_ir(f, argtypes, forward=True), "capture")
             rule = lower(verified(forward_transform(primal, width, active), "forward mode"))
+            rule.written = _precise_written(primal)
         finally:
             _in_progress.discard(key)
         _cache[key] = rule
@@ -63,7 +67,10 @@ def derived_reverse_rule(f, argtypes: tuple, active=None):
         if rule is None:
             flat = verified(inline_njit_calls(verified_in_debug(primal_ir(f, argtypes), "capture")),
                             "inlining")
-            rule = _cache[key] = lower(verified(reverse_transform(flat, active), "reverse mode"))
+            # compiled at its first call: grad and hessian inline its IR into their own
+            rule = _cache[key] = lower(verified(reverse_transform(flat, active), "reverse mode"),
+                                       eager=False)
+            rule.written = written_arguments(flat)  # what guards.py copies and checks
         return rule
 
 
@@ -80,7 +87,8 @@ def derived_hvp_rule(f, argtypes: tuple, width: int, active) -> object:
             reverse = derived_reverse_rule(f, argtypes)
             with quiet_performance_warnings():
                 rule = lower(verified(forward_transform(reverse.ir, width, active),
-                                      "forward mode over reverse mode"))
+                                      "forward mode over reverse mode"), eager=False)
+            rule.written = reverse.written
             _cache[key] = rule
         return rule
 
@@ -99,7 +107,28 @@ def derived_reverse_split(f, argtypes: tuple) -> tuple:
             sweep, pullback = reverse_transform_split(flat)
             pair = _cache[key] = (lower(verified(sweep, "the vjp cut (sweep)")),
                                   lower(verified(pullback, "the vjp cut (pullback)")))
+            pair[0].written = written_arguments(flat)
+            pair[0].state_has_lists = any(_is_typed_list(t) for t in
+                                          sweep.return_type.elements[1].elements)
         return pair
+
+
+def _precise_written(primal):
+    """The arguments `primal` may write, looking into the njit functions it calls (passing an
+    array to one counts as a write otherwise): computed when first asked, for the aliasing
+    check of jvp (`guards.py`), which asks only when two arguments share memory."""
+    def written():
+        from .inline import inline_njit_calls
+        try:
+            return written_arguments(inline_njit_calls(primal))
+        except UnsupportedError:  # recursion: the conservative answer
+            return written_arguments(primal)
+    return functools.cache(written)
+
+
+def _is_typed_list(t) -> bool:
+    from ..ir.types import OpaqueType
+    return isinstance(t, OpaqueType) and isinstance(t.numba_type, nb.types.ListType)
 
 
 def cached_rule_count() -> int:

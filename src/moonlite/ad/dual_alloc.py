@@ -46,8 +46,9 @@ _OF_SHAPE = (np.zeros, np.empty)
 def stackable(op: Op) -> bool:
     """True for an allocation whose primal and tangents can share one block."""
     t = op.result.type if op.result is not None else None
+    # (a row of a block of 0-d arrays would be a number, not a 0-d array)
     return (isinstance(t, ArrayType) and isinstance(t.dtype, FloatType) and t.layout == "C"
-            and not t.readonly and _helper(op) is not None)
+            and t.ndim > 0 and not t.readonly and _helper(op) is not None)
 
 
 def _helper(op: Op):

@@ -34,7 +34,7 @@ from typing import Optional
 import numpy as np
 
 from .. import _numba as nb
-from ..debug import debug_enabled, emit_shape_check
+from ..debug import debug_enabled, emit_output_check, emit_shape_check
 from ..errors import UnsupportedError
 from ..ir import Builder, ops, reverse_post_order
 from ..ir.clone import clone_op
@@ -46,6 +46,7 @@ from .dual_alloc import emit_stacked, stackable
 from .opinfo import (describe as _describe, keyword_values as _keyword_values,
                      positional as _positional, primitive as _primitive)
 from .readonly import never_written
+from .refusals import refusal
 from .tangents import (ZERO, coerce_tangent, is_differentiable, materialize, mentions_complex,
                        tangent_type)
 
@@ -92,7 +93,8 @@ class _ForwardPass:
         types = [a.type for a in fn.args] + [tangent_type(a.type) for a in active] * width
         out = tangent_type(fn.return_type) or none
         b = Builder.new_function(f"{fn.name}_fwd", types, _unique(names),
-                                 TupleType((fn.return_type,) + (out,) * width), loc=fn.loc)
+                                 TupleType((fn.return_type,) + (out,) * width), loc=fn.loc,
+                                 boundscheck=fn.boundscheck)
         new_args = b.function.args
         for old, new in zip(fn.args, new_args):
             self.values[old] = new
@@ -113,11 +115,10 @@ class _ForwardPass:
             for op in block.ops:
                 self.b.loc = op.loc
                 self._refuse_complex(op)
-                handler = _HANDLERS.get(type(op))
-                if handler is None:
-                    raise self.unsupported(op, f"the operation {op.mnemonic()!r} in forward mode",
-                                           "write a custom rule for the function containing it")
-                handler(self, op)
+                why = refusal(op, self.carries_derivative)
+                if why is not None:
+                    raise self.unsupported(op, *why)
+                _HANDLERS[type(op)](self, op)  # every op class has one (tests/ad/test_handlers)
         self._fill_phis()
         return self.b.function
 
@@ -143,6 +144,10 @@ class _ForwardPass:
         """Direction j's tangent of `old`: a Value, ZERO, or None (no tangent for its type)."""
         ts = self.tangents.get(old)
         return None if ts is None else ts[j]
+
+    def carries_derivative(self, old: Value) -> bool:
+        """True if some direction's tangent of `old` may be nonzero."""
+        return any(self.tangent(old, j) not in (None, ZERO) for j in range(self.width))
 
     def rule_tangent(self, old: Value, j: int) -> Optional[Value]:
         """What rules see: a Value, or None for zero and for no tangent."""
@@ -274,6 +279,8 @@ class _ForwardPass:
             raise self.unsupported(op, f"the JVP rule of {custom.name}: its output has type "
                                    f"{out.type}, the function's has {op.result.type}",
                                    "return (out, dout) with out computed as the function does")
+        emit_output_check(self.b, op.callee, [self.values[a] for a in op.positional], out, op,
+                          custom.name)
         return out
 
     def _checked_jvp_tangent(self, op: ops.Call, custom, dout: Value) -> Value:
@@ -357,9 +364,10 @@ class _ForwardPass:
         out = []
         for j in range(self.width):
             t = self.tangent(op.value, j)
-            out.append(t if t in (ZERO, None) else self.b.getitem(t, index))
-        if any(t is None for t in out):
-            out = self.fresh_or_zero(op.result)
+            if t is None:  # indexing a value with no tangent gives one with no derivative
+                out.append(self.fresh_or_zero(op.result)[0])
+            else:
+                out.append(t if t is ZERO else self.b.getitem(t, index))
         self.set_tangents(op.result, out)
 
     def on_setitem(self, op: ops.SetItem) -> None:

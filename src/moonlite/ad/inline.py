@@ -31,7 +31,8 @@ class _Inliner:
     def __init__(self, fn: Function, keep, stack: tuple):
         self.fn, self.keep, self.stack = fn, keep, stack
         self.b = Builder.new_function(fn.name, fn.argtypes, [a.name for a in fn.args],
-                                      fn.return_type, py_func=fn.py_func, loc=fn.loc)
+                                      fn.return_type, py_func=fn.py_func, loc=fn.loc,
+                                      boundscheck=fn.boundscheck)
         self.values = dict(zip(fn.args, self.b.function.args))
         self.blocks: dict = {}
         self.exit_block: dict = {}  # old block -> new block holding its terminator
@@ -99,6 +100,7 @@ class _Inliner:
                 hint="rewrite the recursion as a loop, or write a custom rule for the function")
         callee = inline_njit_calls(capture_types(call.callee, argtypes), self.keep,
                                    self.stack + (key,))
+        self.b.function.boundscheck |= callee.boundscheck
         continuation = self.b.new_block("after_call")
         returns = self._copy_body(callee, [self.values[a] for a in call.operands], continuation)
         self.b.position_at_end(continuation)

@@ -35,6 +35,7 @@ from typing import Optional
 
 import numpy as np
 
+from .. import _numba as nb
 from ..errors import UnsupportedError
 from ..ir import Builder, ops, reverse_post_order
 from ..ir.cfg import natural_loops, predecessors
@@ -44,10 +45,15 @@ from ..ir.core import Argument, Block, Function, Op, Value
 from ..ir.types import ArrayType, BoolType, TupleType, int64, none
 from ..rules import RuleNotApplicable, lookup_jvp
 from ..rules.custom import lookup_custom
+from ..rules import is_one as _is_one
+from ..rules.strong_zeros import strong_mul
 from .opinfo import (describe as _describe, hashable as _hashable,
                      keyword_values as _keyword_values, positional as _positional,
                      primitive as _primitive, writes_no_memory)
+from .activity import varied_values
+from .tangents import mentions_complex
 from .readonly import never_written
+from .refusals import refusal
 from .reverse_arrays import CALL_ADJOINTS, METHOD_ADJOINTS, ArrayAdjoints, _name
 from .reverse_custom import CustomRuleAdjoints
 from .reverse_helpers import SUM_TO_SHAPE, masked_add, same_size_or_raise, scatter_add
@@ -56,7 +62,7 @@ from .reverse_reads import active_operands, reads, rematerializable
 from .reverse_split import split_rule
 from .reverse_types import (Entry, grad_type as _grad_type, has_adjoint as _has_adjoint,
                             is_float as _is_float, is_float_array as _is_float_array,
-                            unit_tangent, writable as _writable)
+                            shadow_type, unit_tangent, writable as _writable)
 
 
 def reverse_transform(fn: Function, active=None) -> Function:
@@ -93,9 +99,11 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
         names = [a.name for a in fn.args] + ["dout"]
         # an array output is returned as a copy taken at the return (the pullback then undoes
         # writes): a C-contiguous array whatever the layout of the value returned
-        self.out_type = _grad_type(out)
+        self.out_type = ArrayType(out.dtype, out.ndim, "C", False) if _is_float_array(out) \
+            else out
         self.b = Builder.new_function(f"{fn.name}_rev", [*fn.argtypes, out], names,
-                                      TupleType((self.out_type, grads)), loc=fn.loc)
+                                      TupleType((self.out_type, grads)), loc=fn.loc,
+                                      boundscheck=fn.boundscheck)
         self.values: dict = dict(zip(fn.args, self.b.function.args))
         self.dout = self.b.function.args[-1]
         self.blocks: dict = {}      # forward block of fn -> its copy
@@ -117,6 +125,7 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
         self.recalled: dict = {}  # key -> (builder block, value): recomputed once per block
         self.remat: set = set()   # values the pullback recomputes instead of keeping
         self._written: dict = {}
+        self.varied = varied_values(fn, active, self.constant_arrays)
         self.need = self._needed_values()
 
     # --- driver --------------------------------------------------------------------------------
@@ -336,7 +345,7 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
                     if _is_float_array(t):
                         entry = self.b.tuple_getitem(new, k)
                         self.shadows[Entry(old, k)] = self.b.call(np.zeros_like, [entry],
-                                                                  type=_writable(t))
+                                                                  type=shadow_type(t))
             if old in self.need:
                 self.kept[old] = ("direct", new)
 
@@ -351,7 +360,7 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
                                                and not isinstance(old, Argument)):
             return
         if shadow is None:
-            shadow = self.b.call(np.zeros_like, [new], type=_writable(old.type))
+            shadow = self.b.call(np.zeros_like, [new], type=shadow_type(old.type))
         self.shadows[old] = shadow
         self.keep(old, shadow, key=("shadow", old))
 
@@ -366,8 +375,13 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
             if op is block.ops[len(block.phis)] and len(preds) > 1 \
                     and block not in self.inductions:
                 self._record_predecessor(block, preds)
-            handler = FORWARD_HANDLERS.get(type(op), _ReversePass.fw_default)
-            handler(self, op)
+            if any(mentions_complex(v.type) for v in _values_of(op)):
+                raise self.unsupported(op, "differentiating complex numbers in reverse mode",
+                                       "split the computation into real and imaginary parts")
+            why = refusal(op, self.varied.__contains__)
+            if why is not None:
+                raise self.unsupported(op, *why)
+            FORWARD_HANDLERS[type(op)](self, op)
         self.exit_of[block] = self.b.block
 
     def _record_predecessor(self, block: Block, preds: list) -> None:
@@ -504,7 +518,7 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
             source_op = getattr(target, "op", None)
             if source_op is None:
                 return
-            if _name(source_op) in ("reshape", "ravel", "ascontiguousarray") \
+            if _name(source_op) in ("reshape", "ravel", "ascontiguousarray", "expand_dims") \
                     and _is_float_array(target.type):
                 raise self.unsupported(op, "writing into the result of reshape/ravel/"
                                        "ascontiguousarray in reverse mode", "write into the "
@@ -556,11 +570,10 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
         own = self._used_only_in_own_block()
         self._zero_adjoints(start=[op.result for op in block.ops if op.result in own])
         for op in reversed(block.ops):
-            if isinstance(op, (ops.Phi, ops.Jump, ops.Branch, ops.Raise)):
+            if isinstance(op, _CONTROL):
                 continue
             self.b.loc = op.loc
-            handler = REVERSE_HANDLERS.get(type(op), _ReversePass.rv_elementwise)
-            handler(self, op)
+            REVERSE_HANDLERS[type(op)](self, op)
             if op.result is not None:
                 self.release(op.result)
                 if ("shadow", op.result) in self.kept and not isinstance(op, ops.InplaceBinary):
@@ -663,14 +676,16 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
         respect to operand k is the forward rule applied to a unit tangent in k."""
         result = op.result
         if result is None or not _has_adjoint(result.type):
-            if result is None and not isinstance(op, (ops.SetItem,)):
-                self._refuse_unknown_effect(op)
-            return
+            return  # an int, bool or none result: its derivative is zero (`refusals.py` vetted it)
         if not (_is_float(result.type) or _is_float_array(result.type)):
             raise self.unsupported(op, f"the operation {op.mnemonic()!r} producing "
                                    f"{result.type} in reverse mode", "report this construct")
         operands = _positional(op)
-        active = active_operands(op)
+        active = [k for k in active_operands(op) if operands[k] in self.varied]
+        if _varied_tuples(op, self.varied):
+            raise self.unsupported(op, f"differentiating {_describe(op)} with a tuple argument "
+                                   "in reverse mode", "pass the tuple's entries as separate "
+                                   "arguments, or make it an array")
         if not active:
             return  # constant operands only (np.arange(3.0), ...): nothing flows back
         if _mentions_array(op) and not _elementwise(op):
@@ -691,21 +706,37 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
         primals = tuple(self.recall(v) if v in read else self.b.undef(v.type) for v in operands)
         keywords = dict(zip(getattr(op, "kwnames", ()), (self.recall(v) for v in
                                                           _keyword_values(op))))
+        partials = getattr(rule, "partials", None)  # defpartials' rules: no unit tangents
         for k in active:
-            unit = [None] * len(operands)
-            unit[k] = unit_tangent(self.b, primals[k])
             try:
-                derivative = rule(self.b, primals, tuple(unit), keywords)
+                derivative = (self._partial(partials[k], primals) if partials is not None
+                              else self._derivative_by_unit(rule, primals, keywords, k))
             except RuleNotApplicable as exc:
                 raise self.unsupported(op, f"differentiating {_describe(op)}: {exc}",
                                        "write a custom rule for this signature") from None
             if derivative is None:
                 continue
-            derivative = _without_unit_factor(derivative, unit[k])
-            if derivative is unit[k] and _is_float_array(result.type):
+            if _is_one(derivative):
                 self._send(operands[k], adjoint)  # d(x + y)/dx: the adjoint itself
                 continue
-            self._send(operands[k], self.b.mul(adjoint, derivative))
+            # a zero factor gives exactly zero, even against an infinite one (strong zeros)
+            self._send(operands[k], self.b.call(strong_mul, [adjoint, derivative]))
+
+    def _partial(self, partial, primals: tuple) -> Optional[Value]:
+        if partial is None:
+            raise RuleNotApplicable("the argument is declared non-differentiable")
+        return partial(self.b, *primals)
+
+    def _derivative_by_unit(self, rule, primals: tuple, keywords: dict, k: int):
+        """The derivative in operand k from a forward rule: its tangent for a unit tangent in k
+        (the rule's output broadcasts to the result's shape)."""
+        unit = [None] * len(primals)
+        unit[k] = unit_tangent(self.b, primals[k])
+        derivative = rule(self.b, primals, tuple(unit), keywords)
+        if derivative is None:
+            return None
+        derivative = _without_unit_factor(derivative, unit[k])
+        return self.b.const(1.0) if derivative is unit[k] else derivative
 
     def _result_adjoint(self, result: Value) -> Optional[Value]:
         if _is_float(result.type):
@@ -736,7 +767,16 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
             contribution = self.b.call(helper, [contribution, shadow])  # shaped like operand
         return contribution
 
+    def rv_getattr(self, op: ops.GetAttr) -> None:
+        """`.T` is a view (its shadow is the source's); `.shape`, `.size`, `.ndim` carry no
+        derivative. Any other attribute holding a float of a varied value has no rule."""
+        if _has_adjoint(op.result.type) and op.name != "T" and op.value in self.varied:
+            raise self.unsupported(op, f"differentiating {_describe(op)} in reverse mode",
+                                   "compute the value from arrays and floats directly")
+
     def rv_getitem(self, op: ops.GetItem) -> None:
+        if isinstance(op.value.type, TupleType):
+            return self._rv_tuple_entry_at(op)
         if isinstance(op.result.type, ArrayType) and _advanced_index(op):
             return self._rv_gather(op)
         if not _is_float(op.result.type):
@@ -824,6 +864,25 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
             return  # a view: its shadow is a view of the source's shadow
         return self.rv_elementwise(op)
 
+    def _rv_tuple_entry_at(self, op: ops.GetItem) -> None:
+        """t[i] with i known at run time (a homogeneous tuple): the entry i was gets the
+        adjoint, through a select per entry (tuples are short)."""
+        if not _is_float(op.result.type):
+            if _has_adjoint(op.result.type):
+                raise self.unsupported(op, f"indexing a tuple of {op.result.type} with an index "
+                                       "known only at run time, in reverse mode",
+                                       "index it with a constant, or make it an array")
+            return
+        adjoint = self.take_adjoint(op.result)
+        n = len(op.value.type.elements)
+        index = self.recall(op.index)
+        index = self.b.select(self.b.binary(ops.Lt, index, self.b.const(0, index.type)),
+                              self.b.add(index, self.b.const(n, index.type)), index)
+        zero = self.b.const(0.0, op.result.type)
+        for k in range(n):
+            taken = self.b.binary(ops.Eq, index, self.b.const(k, index.type))
+            self.accumulate(Entry(op.value, k), self.b.select(taken, adjoint, zero))
+
     def rv_tuple_getitem(self, op: ops.TupleGetItem) -> None:
         if _is_float(op.result.type):
             self.accumulate(Entry(op.tuple, op.index), self.take_adjoint(op.result))
@@ -832,11 +891,6 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
         for k, item in enumerate(op.items):
             if _is_float(item.type):  # (the entry's adjoint may be made later in this pass)
                 self.accumulate(item, self.take_adjoint(Entry(op.result, k)))
-
-    def _refuse_unknown_effect(self, op: Op) -> None:
-        if isinstance(op, ops.Call) and any(_is_float_array(v.type) for v in op.operands):
-            raise self.unsupported(op, f"{_describe(op)}, which may write into an array, in "
-                                   "reverse mode", "write a custom rule for it")
 
     # --- errors --------------------------------------------------------------------------------
 
@@ -899,7 +953,7 @@ def _elementwise(op: Op) -> bool:
         return not isinstance(op, ops.MatMul)
     if isinstance(op, (ops.UnaryOp, ops.Cast, ops.Select)):
         return True
-    return isinstance(op, ops.Call) and (isinstance(op.callee, np.ufunc)
+    return isinstance(op, ops.Call) and (isinstance(op.callee, (np.ufunc, nb.DUFunc))
                                          or op.callee in _ELEMENTWISE_FUNCTIONS)
 
 
@@ -917,6 +971,16 @@ def _without_unit_factor(derivative: Value, unit: Value) -> Value:
     return derivative
 
 
+def _values_of(op: Op) -> tuple:
+    return (*op.operands, *([op.result] if op.result is not None else []))
+
+
+def _varied_tuples(op: Op, varied: set) -> list:
+    """Positions of tuple operands holding a derivative (no elementwise rule takes tuples)."""
+    return [k for k, v in enumerate(_positional(op)) if isinstance(v.type, TupleType)
+            and _has_adjoint(v.type) and v in varied]
+
+
 def _mentions_array(op: Op) -> bool:
     values = list(op.operands) + ([op.result] if op.result is not None else [])
     return any(isinstance(v.type, ArrayType) for v in values)
@@ -929,9 +993,18 @@ def _refuse_reverse_over_reverse(self, op: Op) -> None:
                            "of it, moonlite.hvp, moonlite.hessian")
 
 
+# One handler per op class in each half of the pass, with no default: an op class without an
+# entry is an error here (tests/ad/test_handlers.py walks every op class), never a silent pass.
+_LOCALS_AND_TAPES = (ops.LoadLocal, ops.StoreLocal, ops.TapeNew, ops.TapePush, ops.TapePop,
+                     ops.TapePeek)
+_CONTROL = (ops.Phi, ops.Jump, ops.Branch, ops.Raise)  # handled by the block driver
+
 FORWARD_HANDLERS = {
-    **{cls: _refuse_reverse_over_reverse for cls in (ops.LoadLocal, ops.StoreLocal, ops.TapeNew,
-                                                     ops.TapePush, ops.TapePop, ops.TapePeek)},
+    **{cls: _refuse_reverse_over_reverse for cls in _LOCALS_AND_TAPES},
+    **{cls: _ReversePass.fw_default for cls in (
+        ops.Constant, ops.GlobalRef, ops.Undef, ops.Cast, ops.Select, ops.MethodCall,
+        ops.GetAttr, ops.GetItem, ops.TupleGetItem, ops.BuildSlice, ops.Jump, ops.Branch,
+        ops.Raise, *ops.BINARY_OPS, *ops.UNARY_OPS)},
     ops.SetItem: _ReversePass.fw_setitem,
     ops.InplaceBinary: _ReversePass.fw_inplace,
     ops.Return: _ReversePass.fw_return,
@@ -940,11 +1013,14 @@ FORWARD_HANDLERS = {
 }
 
 REVERSE_HANDLERS = {
+    **{cls: _refuse_reverse_over_reverse for cls in _LOCALS_AND_TAPES},
+    **{cls: _ReversePass.rv_elementwise for cls in (ops.Cast, ops.Select, *ops.BINARY_OPS,
+                                                    *ops.UNARY_OPS)},
     ops.Return: _ReversePass.rv_return,
     ops.Constant: _ReversePass.rv_nothing,
     ops.GlobalRef: _ReversePass.rv_nothing,
     ops.Undef: _ReversePass.rv_nothing,
-    ops.GetAttr: _ReversePass.rv_nothing,
+    ops.GetAttr: _ReversePass.rv_getattr,
     ops.BuildSlice: _ReversePass.rv_nothing,
     ops.BuildTuple: _ReversePass.rv_build_tuple,
     ops.TupleGetItem: _ReversePass.rv_tuple_getitem,

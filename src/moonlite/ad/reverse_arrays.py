@@ -41,6 +41,9 @@ class ArrayAdjoints:
         self._send_broadcast(operand, self.b.div(self.take_adjoint(op.result), size))
 
     def _send_broadcast(self, operand: Value, scalar: Value) -> None:
+        """Every entry of `operand` gets `scalar` (the adjoint of a sum or mean of it)."""
+        if operand.type.is_scalar:
+            return self._send(operand, scalar)
         shadow = self.shadow(operand)
         if shadow is not None:
             self.b.inplace(ops.Add, shadow, scalar)
@@ -78,6 +81,8 @@ class ArrayAdjoints:
 
     def rv_sum_axis(self, op: Op, axis: Value) -> None:
         operand = _positional(op)[0]
+        if op.result.type.is_scalar:  # a 1-d array summed along its only axis
+            return self._send_broadcast(operand, self.take_adjoint(op.result))
         dy = self.shadow(op.result)
         if dy is not None:
             self._send(operand, self.b.call(np.expand_dims, [dy, axis]))
@@ -116,8 +121,10 @@ class ArrayAdjoints:
         operand = _positional(op)[0]
         shadow = self.shadow(operand)
         adjoint = self.take_adjoint(op.result)
+        offset = (list(_positional(op)[1:]) + list(_keyword_values(op)))[:1]
+        offset = self.recall(offset[0]) if offset else self.b.const(0, int64)
         if shadow is not None:
-            self.b.call(add_to_diagonal, [shadow, adjoint], type=none)
+            self.b.call(add_to_diagonal, [shadow, adjoint, offset], type=none)
 
     def rv_norm(self, op: Op) -> None:
         if _keyword_values(op) or len(_positional(op)) > 1:
@@ -180,6 +187,15 @@ class ArrayAdjoints:
                                     type=int64) if k + 1 < len(builder.items) else None
             start = self.b.add(start, length) if length is not None else start
 
+    def rv_full(self, op: Op) -> None:
+        """np.full(shape, v), np.full_like(a, v): v gets the sum of the result's adjoint (a's
+        values do not matter, only its shape)."""
+        values = list(_positional(op)[1:2]) + [v for k, v in op.keywords.items()
+                                               if k == "fill_value"]
+        dy = self.shadow(op.result)
+        if dy is not None and values and _has_adjoint(values[0].type):
+            self._send(values[0], dy)
+
     def rv_copy(self, op: Op) -> None:
         result_shadow = self.shadow(op.result)
         self._send(_positional(op)[0], result_shadow)
@@ -227,6 +243,8 @@ CALL_ADJOINTS = {np.sum: ArrayAdjoints.rv_sum, np.mean: ArrayAdjoints.rv_mean,
                  np.min: ArrayAdjoints.rv_extremum, np.amin: ArrayAdjoints.rv_extremum,
                  np.prod: ArrayAdjoints.rv_prod, np.reshape: ArrayAdjoints.rv_reshape,
                  np.ravel: ArrayAdjoints.rv_reshape, np.transpose: ArrayAdjoints.rv_reshape,
+                 np.expand_dims: ArrayAdjoints.rv_reshape,
+                 np.full: ArrayAdjoints.rv_full, np.full_like: ArrayAdjoints.rv_full,
                  np.cumsum: ArrayAdjoints.rv_cumsum, np.outer: ArrayAdjoints.rv_outer,
                  np.trace: ArrayAdjoints.rv_trace, np.concatenate: ArrayAdjoints.rv_join,
                  np.stack: ArrayAdjoints.rv_join, np.vstack: ArrayAdjoints.rv_join,

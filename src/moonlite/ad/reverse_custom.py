@@ -18,7 +18,8 @@ from ..ir import ops
 from ..ir.core import Op
 import numpy as np
 
-from ..ir.types import ArrayType, FloatType, IntType, TupleType, none
+from ..debug import emit_output_check
+from ..ir.types import ArrayType, FloatType, TupleType, none
 from ..rules import RuleNotApplicable
 from ..rules.custom import call_user_rule, lookup_custom
 from .opinfo import describe as _describe
@@ -53,6 +54,7 @@ class CustomRuleAdjoints:
                                    f"not (out, residuals) with out of type {op.result.type}",
                                    "return (out, residuals) from fwd")
         out = self.b.tuple_getitem(pair, 0)
+        emit_output_check(self.b, op.callee, args, out, op, custom.name)
         self.values[op.result] = out
         self.keep(op, self.b.tuple_getitem(pair, 1), key=("residuals", op))
         self.after_definition(op)
@@ -137,9 +139,11 @@ class CustomRuleAdjoints:
     def _checked_cotangent(self, op: Op, custom, cotangents, k: int):
         want = op.positional[k].type
         got = cotangents.type.elements[k]
-        ok = (isinstance(want, FloatType) and isinstance(got, (FloatType, IntType))) or \
+        # a cotangent of a float is a float: an int one is the sign of a wrong rule (a
+        # truncated value, or the derivative of something else)
+        ok = (isinstance(want, FloatType) and isinstance(got, FloatType)) or \
             (isinstance(want, ArrayType) and isinstance(got, ArrayType)
-             and got.ndim == want.ndim and isinstance(got.dtype, (FloatType, IntType)))
+             and got.ndim == want.ndim and isinstance(got.dtype, FloatType))
         if not ok:
             raise self.unsupported(op, f"the VJP rule of {custom.name}: the cotangent of argument "
                                    f"{k} has type {got}, the argument is {want}",

@@ -44,9 +44,11 @@ def product_of_others(x):
 
 
 @numba.njit
-def add_to_diagonal(gx, adjoint):
-    for i in range(min(gx.shape[0], gx.shape[1])):
-        gx[i, i] += adjoint
+def add_to_diagonal(gx, adjoint, k):
+    """gx's diagonal k += adjoint: the adjoint of np.trace(x, k)."""
+    for i in range(gx.shape[0]):
+        if 0 <= i + k < gx.shape[1]:
+            gx[i, i + k] += adjoint
     return None
 
 

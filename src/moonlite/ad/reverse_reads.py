@@ -70,11 +70,11 @@ def _join_reads(op):
 
 _CALLS = {np.concatenate: _join_reads, np.stack: _join_reads, np.vstack: _join_reads,
           np.hstack: _join_reads,np.sum: lambda op: set(_positional(op)[1:]) | set(op.keywords.values()),
-          np.mean: _first, np.copy: _nothing, np.ascontiguousarray: _nothing, np.dot: _both,
+          np.mean: _first, np.copy: _nothing, np.full: _nothing, np.full_like: _nothing, np.ascontiguousarray: _nothing, np.dot: _both,
           np.outer: _both,
           np.max: _first, np.amax: _first, np.min: _first, np.amin: _first, np.prod: _first,
-          np.reshape: _first, np.ravel: _first, np.transpose: _nothing, np.cumsum: _all_arguments,
-          np.trace: _nothing, np.linalg.norm: _first,
+          np.reshape: _first, np.ravel: _first, np.expand_dims: _first, np.transpose: _nothing, np.cumsum: _all_arguments,
+          np.trace: lambda op: set(_positional(op)[1:]) | set(op.keywords.values()), np.linalg.norm: _first,
           np.diag: lambda op: set(_positional(op)[1:]), np.tril: lambda op: set(_positional(op)[1:]),
           np.triu: lambda op: set(_positional(op)[1:])}
 _METHODS = {"sum": lambda op: set(_positional(op)[1:]) | set(op.keywords.values()),

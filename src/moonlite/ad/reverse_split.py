@@ -90,7 +90,8 @@ def _state_type(t):
 def _sweep_function(fn, blocks, handoff, values, local_vars, primals, out_var, out_type,
                     state_types):
     result_type = TupleType((out_type, TupleType(tuple(state_types))))
-    sweep = Function(f"{fn.name}_sweep", primals, result_type, loc=fn.loc)
+    sweep = Function(f"{fn.name}_sweep", primals, result_type, loc=fn.loc,
+                     boundscheck=fn.boundscheck)
     for block in blocks:
         sweep.add_block(block)
     handoff.ops.pop()  # its jump into the pullback
@@ -114,7 +115,7 @@ def _pullback_function(fn, blocks, resume, values, local_vars, fresh_locals, pri
     names = [a.name for a in primals] + ["dout"] + [f"state{k}" for k in range(len(state_types))]
     b = Builder.new_function(f"{fn.name}_pullback",
                              [a.type for a in primals] + [dout.type] + state_types, names,
-                             fn.return_type, loc=fn.loc)
+                             fn.return_type, loc=fn.loc, boundscheck=fn.boundscheck)
     new_args = b.function.args
     b.position_at_end(b.new_block("unpack"))
     mapping = dict(zip(primals + [dout], new_args))

@@ -27,7 +27,7 @@ def grad_type(t):
     if is_float(t):
         return t
     if is_float_array(t):
-        return ArrayType(t.dtype, t.ndim, "C", False)
+        return shadow_type(t)
     if isinstance(t, TupleType) and has_adjoint(t):
         return TupleType(tuple(grad_type(e) for e in t.elements))
     return none
@@ -59,6 +59,12 @@ def unit_tangent(b: Builder, primal: Value) -> Value:
         # array expressions cannot hold a float32 literal (see rules/numpy_rules._const)
         return b.cast(b.const(1.0), t)
     return b.const(1.0, t)
+
+
+def shadow_type(t: ArrayType) -> ArrayType:
+    """The type of `np.zeros_like(x)` for an array x of type t, as numba makes it: Fortran
+    order for Fortran-ordered x, C order otherwise (a strided or transposed view included)."""
+    return ArrayType(t.dtype, t.ndim, "F" if t.layout == "F" else "C", False)
 
 
 def writable(t: ArrayType) -> ArrayType:

@@ -18,9 +18,11 @@ from typing import Optional
 
 import numpy as np
 
+from .. import _numba as nb
 from ..ir.builder import Builder
 from ..ir.core import Value
-from ..ir.types import ArrayType, ComplexType, FloatType, IntType, TupleType, Type, none
+from ..ir.types import (ArrayType, ComplexType, FloatType, IntType, OpaqueType, TupleType, Type,
+                        none)
 
 
 class _Zero:
@@ -59,6 +61,44 @@ def mentions_complex(t: Type) -> bool:
 
 def is_differentiable(t: Type) -> bool:
     return tangent_type(t) is not None
+
+
+def hides_derivatives(t: Type) -> bool:
+    """True for values moonlite gives no tangent although they can hold floats: namedtuples,
+    records, jitclass and structref instances, lists, sets, dicts, optionals of those, and any
+    numba type moonlite does not know to be free of floats. A derivative that flows into one of
+    them would be lost, so AD passes refuse to make one from a value being differentiated."""
+    if not isinstance(t, OpaqueType):
+        return isinstance(t, TupleType) and any(hides_derivatives(e) for e in t.elements)
+    return _may_hold_float(t.numba_type)
+
+
+# numba types that hold no float, whatever they are given (functions, classes, strings, ...)
+_FLOAT_FREE = (nb.types.Dummy, nb.types.Callable, nb.types.Module, nb.types.NumberClass,
+               nb.types.DType, nb.types.UnicodeType, nb.types.UnicodeCharSeq, nb.types.CharSeq,
+               nb.types.Bytes, nb.types.RangeType, nb.types.RangeIteratorType,
+               nb.types.ExceptionClass, nb.types.ExceptionInstance, nb.types.Omitted,
+               nb.types.NoneType, nb.types.Boolean, nb.types.Integer, nb.types.EnumClass,
+               nb.types.NPDatetime, nb.types.NPTimedelta, nb.types.SliceType,
+               nb.types.ArrayCTypes, nb.types.ArrayFlags, nb.types.ClassType,
+               nb.types.NamedTupleClass)
+
+
+def _may_hold_float(t) -> bool:
+    t = nb.types.unliteral(t)
+    if isinstance(t, (nb.types.Float, nb.types.Complex)):
+        return True
+    if isinstance(t, _FLOAT_FREE):
+        return False
+    if isinstance(t, nb.types.EnumMember):
+        return _may_hold_float(t.dtype)
+    if isinstance(t, nb.types.Array):
+        return _may_hold_float(t.dtype)
+    if isinstance(t, nb.types.BaseTuple):
+        return any(_may_hold_float(e) for e in t.types)
+    if isinstance(t, nb.types.Record):
+        return any(_may_hold_float(ft) for ft, _ in t.fields.values())
+    return True  # a container, an instance, an iterator, or a type moonlite does not know
 
 
 def materialize(b: Builder, primal: Value, tangent) -> Value:

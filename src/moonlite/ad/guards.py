@@ -1,0 +1,131 @@
+"""Guards at the boundary of a derivative call: the caller's arrays are never left half-written,
+and arguments that share memory with an array the kernel writes are refused.
+
+- **Private copies.** A reverse rule writes into the arrays the kernel writes (its sweep runs
+  the kernel) and undoes the writes in its pullback. If the call stops midway (the kernel raises,
+  an allocation fails, an index is out of bounds under `boundscheck=True`), the undoing never
+  runs. `grad`, `value_and_grad`, `hvp` and `hessian` therefore run the rule on copies of the
+  array arguments the kernel may write: the caller's arrays are untouched whatever happens. A
+  copy costs one pass over the array, less than the sweep that saves what it overwrites.
+- **Ctrl-C.** numba's compiled code cannot be interrupted: a SIGINT waits until the call
+  returns. But if it arrives while numba turns a `numba.typed.List` into a Python object (the
+  state of `vjp` when tapes hold arrays), numba's boxing code meets the pending KeyboardInterrupt
+  and crashes (SystemError, or a segfault). `deferred_interrupts()` holds SIGINT back during such
+  a call and raises KeyboardInterrupt right after it.
+- **Aliasing.** `f(x, x)` with `f` writing into its first argument reads the write through the
+  second; a derivative keeps a separate tangent or shadow per argument and would be wrong. Such
+  calls are refused with an error naming the arguments (arrays that are only read may alias).
+
+`written_arguments(fn)` finds the arguments a captured function may write (`readonly.py`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+
+import numba
+import numpy as np
+
+from ..errors import ArgumentError
+from ..ir.core import Function
+from ..ir.types import ArrayType
+from .readonly import never_written
+
+
+def written_arguments(fn: Function) -> frozenset:
+    """Indices of the array arguments `fn` may write into (through any view)."""
+    return frozenset(i for i, a in enumerate(fn.args)
+                     if isinstance(a.type, ArrayType) and not never_written(fn, a))
+
+
+@numba.njit
+def may_share_memory(a, b):
+    """True if the memory spans of arrays a and b overlap (numpy's may_share_memory: a bounds
+    test, so interleaved views of one buffer count as sharing)."""
+    if a.size == 0 or b.size == 0:
+        return False
+    lo_a, hi_a = _span(a)
+    lo_b, hi_b = _span(b)
+    return lo_a < hi_b and lo_b < hi_a
+
+
+@numba.njit
+def _span(a):
+    lo = a.ctypes.data
+    hi = lo + a.itemsize
+    for k in range(a.ndim):
+        step = (a.shape[k] - 1) * a.strides[k]
+        if step < 0:
+            lo += step
+        else:
+            hi += step
+    return lo, hi
+
+
+def emit_guards(b, values: list, written: frozenset, function_name: str) -> list:
+    """At the builder's position: refuse (raise ValueError) if an array in `values` that the
+    kernel writes shares memory with another array argument, then copy the written ones.
+    Returns the values to pass on (copies in place of the written arrays)."""
+    names = [getattr(v, "name", f"argument {i}") for i, v in enumerate(values)]
+    arrays = [i for i, v in enumerate(values) if isinstance(v.type, ArrayType)]
+    for i in sorted(written):
+        for j in arrays:
+            if j == i:
+                continue
+            shared = b.call(may_share_memory, [values[i], values[j]])
+            refuse, go_on = b.new_block("aliased"), b.new_block("not_aliased")
+            b.branch(shared, refuse, go_on)
+            b.position_at_end(refuse)
+            b.raise_(ArgumentError, [b.const(_aliasing_message(function_name, names[i],
+                                                               names[j]))])
+            b.position_at_end(go_on)
+    return [b.call(np.copy, [v], type=v.type) if i in written else v
+            for i, v in enumerate(values)]
+
+
+def check_aliasing(function_name: str, args: tuple, written: frozenset, names=None) -> None:
+    """The Python-side check of `emit_guards` (for jvp, vjp, hvp, jacfwd, jacrev)."""
+    names = names or [f"argument {i}" for i in range(len(args))]
+    for i in sorted(written):
+        for j, other in enumerate(args):
+            if j != i and isinstance(other, np.ndarray) and isinstance(args[i], np.ndarray) \
+                    and np.may_share_memory(args[i], other):
+                raise ArgumentError(_aliasing_message(function_name, names[i], names[j]))
+
+
+def any_shared_memory(values: tuple) -> bool:
+    """True if two of the arrays in `values` may share memory (the cheap test run first)."""
+    arrays = [v for v in values if isinstance(v, np.ndarray)]
+    return any(np.may_share_memory(a, c) for k, a in enumerate(arrays) for c in arrays[k + 1:])
+
+
+def private_copies(args: tuple, written: frozenset) -> tuple:
+    return tuple(a.copy() if i in written and isinstance(a, np.ndarray) else a
+                 for i, a in enumerate(args))
+
+
+def _aliasing_message(function_name: str, written: str, other: str) -> str:
+    return (f"moonlite: arguments {written} and {other} of {function_name} share memory, and "
+            f"{function_name} writes into {written}: a derivative follows each argument "
+            f"separately and would be wrong; pass copies (e.g. {other}.copy())")
+
+
+
+@contextlib.contextmanager
+def deferred_interrupts():
+    """Hold SIGINT back until the block ends, then raise KeyboardInterrupt (main thread only;
+    elsewhere, and under a handler other than Python's default, a no-op)."""
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    received = []
+    signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if received:
+        raise KeyboardInterrupt

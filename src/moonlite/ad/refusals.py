@@ -1,0 +1,101 @@
+"""What no AD mode differentiates, decided once for every mode (fail closed).
+
+A pass that cannot follow a derivative through an op must refuse it, never give it a zero: that is
+how a wrong gradient is born. The cases here do not depend on the mode, so forward mode, reverse
+mode and forward over reverse ask the same question and refuse alike:
+
+- an op that returns nothing and is not a known pure statement may write into its arguments
+  (`np.fill_diagonal(a, v)`, `a.sort()`, a jitclass method setting a field): no tangent or
+  adjoint would follow the write;
+- a call with `out=`, or a ufunc given an output array (`np.sin(x, y)`), writes its result into
+  an array it is given;
+- an op that puts a value being differentiated into a namedtuple, record, jitclass instance or
+  container (`tangents.hides_derivatives`): the derivative would be lost there;
+- a tuple of more than `MAX_TUPLE_ENTRIES` differentiable entries: derived code grows with it
+  until compiling takes minutes; an array is the right container.
+
+`carries_derivative(value)` is the pass's own notion of "being differentiated": a tangent that
+is not the symbolic zero in forward mode, membership in the varied set in reverse mode
+(`activity.py`). Ops whose values carry none are never refused here (a namedtuple of
+constants, `np.random.seed(0)`).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+
+from .. import _numba as nb
+from ..ir import ops
+from ..ir.core import Op
+from ..ir.types import NoneType, OpaqueType, TupleType
+from ..rules.catalogue import EFFECT_FREE
+from ..rules.custom import lookup_custom
+from .opinfo import describe, hashable
+from .tangents import hides_derivatives, is_differentiable
+
+
+_KEEP_FLOATS_APART = ("keep the values being differentiated in local variables, tuples or arrays: "
+                      "moonlite does not follow derivatives through namedtuples, records, "
+                      "jitclass or structref instances, or lists")
+
+
+# Derived code handles every entry of a tuple separately (a tangent, an adjoint and a shadow per
+# entry), so its size grows with the tuple's: a tuple of 200 floats took 16 s to differentiate
+# twice (hvp) and one of 1,000 did not finish in 5 minutes. An array does the same job.
+MAX_TUPLE_ENTRIES = 64
+
+
+def refusal(op: Op, carries_derivative: Callable) -> Optional[tuple]:
+    """`(construct, hint)` if no mode can differentiate `op` correctly, else None."""
+    for v in (*op.operands, *([op.result] if op.result is not None else [])):
+        if isinstance(v.type, TupleType) and _differentiable_entries(v.type) > MAX_TUPLE_ENTRIES:
+            return (f"a tuple of {_differentiable_entries(v.type)} differentiable entries (more "
+                    f"than {MAX_TUPLE_ENTRIES})", "pass the values as an array")
+    if isinstance(op, (ops.Call, ops.MethodCall)):
+        if "out" in op.kwnames or _ufunc_output_argument(op):
+            return (f"{describe(op)} with an output argument (numpy writing into an array it "
+                    "is given)", "assign the result instead: y = f(x)")
+        if isinstance(op.result.type, NoneType) and not _effect_free(op):
+            return (f"{describe(op)}, which returns nothing and may write into its arguments or "
+                    "keep them", "write the update with indexing and assignment, or give the "
+                    "function a custom rule (moonlite.custom_vjp and moonlite.custom_jvp)")
+    result = op.result
+    if result is not None and hides_derivatives(result.type) \
+            and any(carries_derivative(v) for v in op.operands):
+        return (f"{describe(op)}, which puts a value being differentiated into a "
+                f"{_kind_of(result.type)}", _KEEP_FLOATS_APART)
+    return None
+
+
+def _differentiable_entries(t) -> int:
+    if isinstance(t, TupleType):
+        return sum(_differentiable_entries(e) for e in t.elements)
+    return 1 if is_differentiable(t) else 0
+
+
+def _ufunc_output_argument(op: Op) -> bool:
+    """`np.sin(x, y)`: a ufunc given more arguments than it has inputs writes into the rest."""
+    return isinstance(op, ops.Call) and isinstance(op.callee, np.ufunc) \
+        and len(op.positional) > op.callee.nin
+
+
+def _effect_free(op: Op) -> bool:
+    """Known to write nothing moonlite does not see: numpy's seeding, and calls of njit
+    functions and of functions with a user's rule (their bodies or rules are differentiated,
+    writes included)."""
+    if not isinstance(op, ops.Call):
+        return False
+    if nb.is_njit_dispatcher(op.callee) or lookup_custom(op.callee) is not None:
+        return True
+    return hashable(op.callee) and op.callee in EFFECT_FREE
+
+
+def _kind_of(t) -> str:
+    numba_type = t.numba_type if isinstance(t, OpaqueType) else t
+    name = type(numba_type).__name__
+    kinds = {"NamedTuple": "namedtuple", "NamedUniTuple": "namedtuple", "Record": "record",
+             "ClassInstanceType": "jitclass instance", "List": "list", "ListType": "typed list",
+             "DictType": "typed dict", "Set": "set"}
+    return f"{kinds.get(name, 'value moonlite gives no tangent')} ({numba_type})"
