@@ -78,13 +78,16 @@ def test_reverse_ir_verifies(case):
 
 def _check_vjp_matches(case, args, dout, grads):
     """vjp cuts the rule into a sweep and a pullback with their state handed through Python:
-    the same cotangents, and the arguments restored."""
-    ours = _copy(args)
+    the same cotangents; the caller's arrays hold what the kernel leaves in them, and the
+    pullback restores its own private copies."""
+    ours, left_by_kernel = _copy(args), _copy(args)
+    case.kernel(*left_by_kernel)
     out, pullback = moonlite.vjp(case.kernel, *ours)
     split = pullback(dout)
-    for before, after in zip(args, ours):
+    for before, after, left, private in zip(args, ours, left_by_kernel, pullback.arguments):
         if isinstance(before, np.ndarray):
-            np.testing.assert_array_equal(after, before)
+            np.testing.assert_array_equal(after, left)
+            np.testing.assert_array_equal(private, before)
     _assert_same_cotangents(split, grads)
 
 

@@ -1,0 +1,318 @@
+"""Every construct is differentiated correctly in every mode, or refused in every mode (issue #16).
+
+Each case below was a silent wrong derivative (or a crash) found on code moonlite's authors did
+not write. A "correct" case runs moonlite's rule checker: forward mode against central finite
+differences, reverse mode (vjp, and grad's own compiled path) by the dot-product identity against
+them, and second order (hvp) against finite differences of the gradient. A "refused" case must
+raise `UnsupportedError` naming the construct in every mode.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+
+import numba
+import numpy as np
+import pytest
+from numba.experimental import jitclass
+
+import moonlite
+from moonlite.errors import UnsupportedError
+from moonlite.testing import check_rule
+
+RNG = np.random.default_rng(16)
+
+
+# --- kernels -----------------------------------------------------------------------------------
+
+@numba.njit
+def scaled(x, bias=0.0, factor=1.0):
+    return x * factor + bias
+
+
+@numba.njit
+def keyword_call(x, a):
+    return scaled(x, factor=a) + scaled(a, 0.5) * scaled(x)
+
+
+Pair = collections.namedtuple("Pair", ["first", "second"])
+
+
+@numba.njit
+def namedtuple_of_derivative(x):
+    p = Pair(x, 2.0)
+    return p.first * p.second
+
+
+@numba.njit
+def namedtuple_of_constants(x, n):
+    p = Pair(float(n), 2.0)  # built from an int: it holds no derivative
+    return x * p.first + p.second
+
+
+@jitclass([("value", numba.float64)])
+class Box:
+    def __init__(self, value):
+        self.value = value
+
+    def scaled(self, factor):
+        return self.value * factor
+
+
+@numba.njit
+def jitclass_field(x):
+    box = Box(0.0)
+    box.value = x
+    return box.value * 3.0
+
+
+@numba.njit
+def jitclass_method(x):
+    return Box(2.0).scaled(x)
+
+
+@numba.njit
+def jitclass_built_from_derivative(x):
+    return Box(x).value
+
+
+@numba.njit
+def sum_last_axis_1d(v):
+    return np.sum(v, axis=-1) * np.sum(v * v, axis=0)
+
+
+@numba.njit
+def sum_last_axis_2d(a):
+    return np.sum(np.sum(a * a, axis=-1) * np.sum(a, axis=-2)[:3])
+
+
+@numba.njit
+def array_from_floats(a, b, c):
+    v = np.array((a, b * c, c))
+    m = np.asarray(((a, b), (c, a * b)))
+    return np.sum(v * v) + np.sum(m @ v[:2])
+
+
+@numba.njit
+def builtin_sum_of_tuple(a, b):
+    return sum((a, b, a * b)) + sum((b, 1.0))
+
+
+@numba.njit
+def fill_with_value(x, v):
+    y = np.empty_like(x)
+    y.fill(v * v)
+    x.fill(v)
+    return np.sum(x * y) + np.sum(np.sin(y))
+
+
+@numba.njit
+def trace_offsets(a):
+    return np.trace(a, 1) * np.trace(a, offset=-1) + np.trace(a)
+
+
+@numba.njit
+def triangles(a):
+    return np.triu(a) * 2.0 + np.tril(a, -1) * a
+
+
+@numba.njit
+def mean_of_tuple(a, b):
+    return np.mean(np.array((a, b * b))) + np.sum(np.asarray((a, b)))
+
+
+@numba.njit
+def mod_broadcast(x, y):
+    return np.sum((x % y) ** 2 + x * y)
+
+
+@numba.njit
+def power(x, y):
+    return x ** y
+
+
+@numba.njit
+def masked_sqrt(d, keep):
+    return np.sum(np.where(keep, np.sqrt(d), 0.0) * d)
+
+
+@numba.njit
+def soft_min(x, t):
+    big = 1.7976931348623157e308  # the sentinel: entries with it weigh exp(-inf) = 0
+    d = np.full(x.shape[0] + 2, big)
+    d[:x.shape[0]] = x * x
+    w = np.exp(-d / t)
+    return np.sum(w * np.minimum(d, 1e3)) / np.sum(w)
+
+
+@numba.njit
+def distance(p, q):
+    return math.sqrt((p - q) ** 2) + math.sqrt(p * p + 1.0)
+
+
+@numba.njit
+def reduce_scalar(x):
+    return np.sum(x) * np.prod(x) + np.mean(x)
+
+
+@numba.njit
+def zero_d(x):
+    return x[()] * np.sum(x) * 2.0
+
+
+@numba.njit
+def tuple_indexed_at_run_time(a, b):
+    t = (a, b, a * b)
+    s = 0.0
+    for i in range(3):
+        s += t[i] * t[-1 - i]
+    return s
+
+
+@numba.njit
+def tuple_argument(t):
+    return t[-1] * 2.0 + t[0] * t[1]
+
+
+@numba.njit
+def writes_in_place(x):
+    for i in range(x.shape[0]):
+        x[i] = x[i] * x[i] + 1.0
+    return np.sum(np.sin(x))
+
+
+@numba.njit
+def fill_diagonal(a, v):
+    np.fill_diagonal(a, v)
+    return np.sum(a)
+
+
+@numba.njit
+def sorts_in_place(x):
+    y = x * 2.0
+    y.sort()
+    return y[0]
+
+
+@numba.njit
+def out_argument(x):
+    y = np.empty_like(x)
+    np.sin(x, y)  # a ufunc's output argument
+    return np.sum(y)
+
+
+# --- cases ---------------------------------------------------------------------------------------
+
+Case = collections.namedtuple("Case", "name fn args fixed second_order")
+
+
+def _case(name, fn, *args, fixed=(), second_order=True):
+    return Case(name, fn, args, fixed, second_order)
+
+
+SQUARE = RNG.uniform(-1.0, 1.0, (3, 3))
+CORRECT = [
+    _case("keyword_call", keyword_call, 0.7, 1.3),
+    _case("namedtuple_of_constants", namedtuple_of_constants, 0.7, 3, fixed=(1,)),
+    _case("sum_last_axis_1d", sum_last_axis_1d, RNG.uniform(-1, 1, 4)),
+    _case("sum_last_axis_2d", sum_last_axis_2d, RNG.uniform(-1, 1, (3, 4))),
+    _case("array_from_floats", array_from_floats, 0.7, -1.1, 0.4),
+    _case("builtin_sum_of_tuple", builtin_sum_of_tuple, 0.7, -1.1),
+    _case("fill_with_value", fill_with_value, RNG.uniform(-1, 1, 4), 0.6),
+    _case("trace_offsets", trace_offsets, SQUARE),
+    _case("triangles", triangles, RNG.uniform(-1, 1, (3, 4)), second_order=False),
+    _case("mean_of_tuple", mean_of_tuple, 0.7, -1.1),
+    _case("mod_broadcast", mod_broadcast, RNG.uniform(2.1, 2.9, (3, 4)),
+          RNG.uniform(0.7, 0.9, 4)),
+    _case("power_at_zero_exponent", power, 0.0, 0.0, fixed=(1,)),
+    _case("masked_sqrt", masked_sqrt, np.array([0.0, 1.0, 4.0, 0.0]),
+          np.array([False, True, True, False])),
+    _case("soft_min_with_sentinel", soft_min, RNG.uniform(0.5, 1.5, 4), 0.8),
+    _case("reduce_scalar", reduce_scalar, 1.3),
+    _case("zero_d_array", zero_d, np.array(1.5)),
+    _case("tuple_indexed_at_run_time", tuple_indexed_at_run_time, 0.7, -1.1),
+    _case("tuple_argument", tuple_argument, (0.7, -1.1, 0.4)),
+    _case("fortran_order", writes_in_place, np.asfortranarray(RNG.uniform(-1, 1, (2, 3)))[0]),
+    _case("strided", writes_in_place, RNG.uniform(-1, 1, 9)[::3]),
+    _case("transposed", sum_last_axis_2d, RNG.uniform(-1, 1, (4, 3)).T),
+]
+
+
+@pytest.mark.parametrize("case", CORRECT, ids=[c.name for c in CORRECT])
+def test_differentiated_correctly_in_every_mode(case):
+    check_rule(case.fn, *case.args, fixed=case.fixed, second_order=case.second_order)
+
+
+def _copies(args):
+    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+
+
+def test_masked_sqrt_has_an_exact_zero_gradient_where_masked():
+    g = moonlite.grad(masked_sqrt)(np.array([0.0, 1.0, 4.0, 0.0]),
+                                   np.array([False, True, True, False]))
+    assert np.all(np.isfinite(g)) and g[0] == 0.0 and g[3] == 0.0
+
+
+def test_power_at_zero_zero_follows_the_documented_convention():
+    # d/dx x**0 = 0 everywhere, also at 0; d/dy x**y at x = 0 is taken as 0 (log 0 = -inf)
+    assert moonlite.grad(power, (0, 1))(0.0, 0.0) == (0.0, 0.0)
+    assert moonlite.jvp(power, (0.0, 0.0), (1.0, 1.0))[1] == 0.0
+
+
+@pytest.mark.parametrize("fn, x", [
+    (lambda x: math.log(x), 0.0), (lambda x: math.hypot(x, 0.0), 0.0),
+    (lambda x: math.atan2(x, 0.0), 0.0), (lambda x: np.cbrt(x), 0.0),
+    (lambda x: np.arcsin(x), 1.0), (lambda x: math.sqrt(x), 0.0),
+    (lambda x: np.arccosh(x), 1.0), (lambda x: x ** 0.5, 0.0)],
+    ids=["log", "hypot", "atan2", "cbrt", "arcsin", "sqrt", "arccosh", "pow_half"])
+def test_singular_points_give_numpys_answer_not_an_exception(fn, x):
+    kernel = numba.njit(fn)
+    slope = moonlite.grad(kernel)(x)
+    _, tangent = moonlite.jvp(kernel, (x,), (1.0,))
+    (hv,) = moonlite.hvp(kernel, (x,), (1.0,))
+    assert not np.isfinite(slope) or slope == 0.0  # inf or nan, as numpy would compute it
+    assert (np.isnan(tangent) and np.isnan(slope)) or tangent == slope
+    assert isinstance(hv, float)
+
+
+def test_distance_of_a_point_to_itself_is_zero_not_an_exception():
+    assert moonlite.grad(distance, (0, 1))(1.0, 1.0) == pytest.approx(
+        (1.0 / math.sqrt(2.0), 0.0))
+
+
+def test_primal_division_by_zero_still_raises_as_in_the_primal():
+    @numba.njit
+    def divide(x, y):
+        return x / y
+
+    with pytest.raises(ZeroDivisionError):
+        divide(1.0, 0.0)
+    with pytest.raises(ZeroDivisionError):
+        moonlite.grad(divide)(1.0, 0.0)
+
+
+REFUSED = [
+    ("namedtuple", namedtuple_of_derivative, (0.7,), "namedtuple"),
+    ("jitclass_field", jitclass_field, (0.7,), "attribute assignment"),
+    ("jitclass_method", jitclass_method, (0.7,), "scaled"),
+    ("jitclass_built_from_derivative", jitclass_built_from_derivative, (0.7,),
+     "jitclass instance"),
+    ("fill_diagonal", fill_diagonal, (np.ones((3, 3)), 0.5), "returns nothing"),
+    ("sort", sorts_in_place, (np.array([3.0, 1.0, 2.0]),), "returns nothing"),
+    ("out_argument", out_argument, (np.ones(3),), "output argument"),
+    ("big_tuple", tuple_argument, (tuple(np.linspace(0.0, 1.0, 65)),), "65 differentiable"),
+]
+
+
+@pytest.mark.parametrize("name, fn, args, match", REFUSED, ids=[r[0] for r in REFUSED])
+def test_refused_in_every_mode(name, fn, args, match):
+    tangents = tuple(np.ones_like(a) if isinstance(a, np.ndarray) else
+                     (tuple(1.0 for _ in a) if isinstance(a, tuple) else 1.0) for a in args)
+    modes = {"jvp": lambda: moonlite.jvp(fn, _copies(args), tangents),
+             "grad": lambda: moonlite.grad(fn)(*_copies(args)),
+             "vjp": lambda: moonlite.vjp(fn, *_copies(args)),
+             "hvp": lambda: moonlite.hvp(fn, _copies(args), tangents)}
+    for mode, run in modes.items():
+        with pytest.raises(UnsupportedError, match=match):
+            run()
