@@ -1,4 +1,10 @@
-"""Long fuzzing campaigns: `python -m tests.fuzz.run --count 10000 --start 0 [--jobs 2]`.
+"""Long fuzzing campaigns: `python -m tests.fuzz.run --count 10000 --start 0 [--jobs 2]
+[--profile wide]`.
+
+`--profile` picks the generator's profile (tests/fuzz/generator.py): "default" (the kernels of
+the 10,000-kernel campaign, where a moonlite refusal is a failure) or "wide" (constructs the
+default profile does not write; a refusal is recorded, not a failure, unless another mode
+returns a wrong number: kind "modes_disagree_on_refusal"). Every result records its profile.
 
 Seeds run in batches, each batch in a fresh subprocess (a worker) that appends one JSON line per
 finished seed to a results file. A worker that dies (a segfault in compiled code, an abort in
@@ -7,14 +13,16 @@ against the seed it was working on, as a failure of kind "crash" or "timeout", a
 its batch goes to a new worker. Fresh workers also keep memory bounded (every kernel adds
 compiled code to the process).
 
-A campaign keeps its results in `<cache dir>/campaign-<start>-<end>/`; run the same command again
-and it resumes, running only the seeds that have no result yet (`--fresh` starts over). Long
+A campaign keeps its results in `<cache dir>/campaign-<start>-<end>/` (wide profile:
+`campaign-wide-<start>-<end>/`); run the same command again and it resumes, running only the
+seeds that have no result yet (`--fresh` starts over). Long
 campaigns can so be spread over several sittings.
 
-At the end the command prints the number of kernels run, failures, skips and the failing seeds,
-and writes a JSON summary (`--out`, by default `fuzz-summary-<start>-<end>.json` in the cache
-directory). Rerun one seed with `--start SEED --count 1 -v`, or print its kernel with
-`python -m tests.fuzz.generator SEED`.
+At the end the command prints the number of kernels run, failures, skips, refusals and the
+failing seeds, and writes a JSON summary (`--out`, by default `fuzz-summary-<start>-<end>.json`,
+or `fuzz-summary-wide-<start>-<end>.json`, in the cache directory). Rerun one seed with
+`--start SEED --count 1 -v [--profile wide]`, or print its kernel with
+`python -m tests.fuzz.generator SEED [--profile wide]`.
 """
 
 from __future__ import annotations
@@ -40,15 +48,15 @@ def modes_for(seed: int) -> dict:
                 hessian=seed % 20 == 7)
 
 
-def run_seed(seed: int) -> dict:
+def run_seed(seed: int, profile: str = "default") -> dict:
     from .check import check_case
     from .generator import generate_kernel
     try:
-        case = generate_kernel(seed)
+        case = generate_kernel(seed, profile)
     except Exception as e:  # a bug in the generator itself
         return dict(seed=seed, status="fail", stage="generate", kind="generator",
                     message=f"{type(e).__name__}: {e}", checks=[], seconds=0.0, features=[],
-                    timings={})
+                    timings={}, refusals=[], profile=profile)
     return check_case(case, **modes_for(seed)).as_dict()
 
 
@@ -68,11 +76,11 @@ def code_commit() -> str:
     return head + ("+dirty" if dirty else "")
 
 
-def _worker(seeds: list, results: str) -> None:
+def _worker(seeds: list, results: str, profile: str = "default") -> None:
     commit = code_commit()
     with open(results, "a") as fh:
         for seed in seeds:
-            fh.write(json.dumps(dict(run_seed(seed), commit=commit)) + "\n")
+            fh.write(json.dumps(dict(run_seed(seed, profile), commit=commit)) + "\n")
             fh.flush()
 
 
@@ -89,12 +97,12 @@ def _env() -> dict:
 
 
 class _Batch:
-    def __init__(self, seeds: list, results: str, log: str):
+    def __init__(self, seeds: list, results: str, log: str, profile: str = "default"):
         self.seeds, self.results = seeds, results
         self.log = open(log, "a")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.fuzz.run", "--worker", "--results", results,
-             "--seeds", ",".join(map(str, seeds))],
+             "--seeds", ",".join(map(str, seeds)), "--profile", profile],
             cwd=ROOT, env=_env(), stdout=self.log, stderr=self.log)
         self.done = 0
         self.last_progress = time.monotonic()
@@ -115,13 +123,14 @@ class _Batch:
 
 
 def campaign(start: int, count: int, jobs: int, batch: int, timeout: float, out: str,
-             verbose: bool, fresh: bool = False) -> dict:
+             verbose: bool, fresh: bool = False, profile: str = "default") -> dict:
     from .generator import cache_dir
-    work = os.path.join(cache_dir(), f"campaign-{start}-{start + count}")
+    tag = "" if profile == "default" else f"{profile}-"
+    work = os.path.join(cache_dir(), f"campaign-{tag}{start}-{start + count}")
     if fresh and os.path.isdir(work):
         shutil.rmtree(work)
     os.makedirs(work, exist_ok=True)
-    out = out or os.path.join(cache_dir(), f"fuzz-summary-{start}-{start + count}.json")
+    out = out or os.path.join(cache_dir(), f"fuzz-summary-{tag}{start}-{start + count}.json")
     results: dict = _earlier_results(work, start, count)
     if results:
         print(f"resuming: {len(results)} seeds already have results in {work}", flush=True)
@@ -144,7 +153,7 @@ def campaign(start: int, count: int, jobs: int, batch: int, timeout: float, out:
             counter += 1
             seeds = queue.popleft()
             running.append(_Batch(seeds, os.path.join(work, f"batch{counter}.jsonl"),
-                                  os.path.join(work, f"batch{counter}.log")))
+                                  os.path.join(work, f"batch{counter}.log"), profile))
         time.sleep(0.5)
         for b in list(running):
             for r in b.read():
@@ -160,7 +169,7 @@ def campaign(start: int, count: int, jobs: int, batch: int, timeout: float, out:
                     record(r)
             running.remove(b)
             b.log.close()
-            _write(summarise(results, start, count, time.monotonic() - t0), out)
+            _write(summarise(results, start, count, time.monotonic() - t0, profile), out)
             rest = b.seeds[b.done:]
             if rest:  # the worker died or hung on rest[0]
                 with open(b.log.name) as fh:
@@ -168,8 +177,8 @@ def campaign(start: int, count: int, jobs: int, batch: int, timeout: float, out:
                 kind = "timeout" if code is None else "crash"
                 crash = dict(seed=rest[0], status="fail", stage="", kind=kind,
                              message=f"worker {kind} (return code {b.proc.returncode}):\n{tail}",
-                             checks=[], seconds=0.0, features=[], timings={},
-                             commit=code_commit())
+                             checks=[], seconds=0.0, features=[], timings={}, refusals=[],
+                             profile=profile, commit=code_commit())
                 with open(crashes, "a") as fh:
                     fh.write(json.dumps(crash) + "\n")
                 record(crash)
@@ -178,7 +187,7 @@ def campaign(start: int, count: int, jobs: int, batch: int, timeout: float, out:
         if not verbose and results and len(results) % 50 == 0:
             _progress(results, t0)
 
-    summary = summarise(results, start, count, time.monotonic() - t0)
+    summary = summarise(results, start, count, time.monotonic() - t0, profile)
     _write(summary, out)
     print_summary(summary)
     print(f"summary written to {out}")
@@ -219,10 +228,17 @@ def _progress(results, t0):
               f"{time.monotonic() - t0:.0f} s", flush=True)
 
 
-def summarise(results: dict, start: int, count: int, seconds: float) -> dict:
+def _first_line(message: str) -> str:
+    return message.splitlines()[0][:200] if message else ""
+
+
+def summarise(results: dict, start: int, count: int, seconds: float,
+              profile: str = "default") -> dict:
     rs = [results[s] for s in sorted(results)]
     fails = [r for r in rs if r["status"] == "fail"]
     skips = [r for r in rs if r["status"] == "skip"]
+    refused = [r for r in rs if r["status"] == "refused"]
+    refusals = [x for r in rs for x in r.get("refusals", [])]
     checks = collections.Counter(c for r in rs for c in r["checks"])
     features = collections.Counter(f for r in rs for f in r["features"])
     stage_time = collections.defaultdict(float)
@@ -230,9 +246,21 @@ def summarise(results: dict, start: int, count: int, seconds: float) -> dict:
         for k, v in r.get("timings", {}).items():
             stage_time[k] += v
     return dict(
-        start=start, count=count, kernels_run=len(rs), seconds=round(seconds, 1),
+        profile=profile, start=start, count=count, kernels_run=len(rs),
+        seconds=round(seconds, 1),
         kernel_seconds=round(sum(r.get("seconds", 0.0) for r in rs), 1),
         ok=sum(r["status"] == "ok" for r in rs), failures=len(fails), skips=len(skips),
+        refused=len(refused),
+        # refused kernels where other modes returned numbers, all right (by passed checks)
+        refused_partially=sum(bool(r["checks"]) for r in refused),
+        refused_seeds=[r["seed"] for r in refused],
+        refusals_by_stage=dict(collections.Counter(x["stage"] for x in refusals)),
+        refused_constructs=dict(collections.Counter(
+            _first_line(x["message"]) for x in refusals).most_common()),
+        refusals_detail=[dict(seed=r["seed"], stages=[x["stage"] for x in r["refusals"]],
+                              checks_passed=r["checks"],
+                              message=_first_line(r["refusals"][0]["message"]))
+                         for r in refused],
         skip_reasons=dict(collections.Counter(r["kind"] for r in skips)),
         failure_kinds=dict(collections.Counter(f"{r['stage']}:{r['kind']}" for r in fails)),
         failing_seeds=[r["seed"] for r in fails],
@@ -245,9 +273,14 @@ def summarise(results: dict, start: int, count: int, seconds: float) -> dict:
 
 
 def print_summary(s: dict) -> None:
-    print(f"kernels run: {s['kernels_run']} (seeds {s['start']}..{s['start'] + s['count'] - 1}) "
-          f"in {s['seconds']} s")
-    print(f"ok: {s['ok']}  failures: {s['failures']}  skips: {s['skips']} {s['skip_reasons']}")
+    print(f"kernels run: {s['kernels_run']} (seeds {s['start']}..{s['start'] + s['count'] - 1}, "
+          f"profile {s.get('profile', 'default')}) in {s['seconds']} s")
+    print(f"ok: {s['ok']}  failures: {s['failures']}  skips: {s['skips']} {s['skip_reasons']}  "
+          f"refused: {s.get('refused', 0)} ({s.get('refused_partially', 0)} with other modes "
+          f"right)")
+    if s.get("refused"):
+        print(f"refusals by mode: {s['refusals_by_stage']}")
+        print(f"refused seeds: {s['refused_seeds']}")
     print(f"checks passed: {s['checks_passed']}")
     print(f"code under test (commit: kernels): {s['commits']}")
     if s["failures"]:
@@ -268,14 +301,17 @@ def main(argv=None) -> int:
     p.add_argument("--fresh", action="store_true",
                    help="discard the results of an earlier run of the same campaign")
     p.add_argument("-v", "--verbose", action="store_true", help="print every seed's result")
+    p.add_argument("--profile", default="default", choices=["default", "wide"],
+                   help="the generator's profile (docs/fuzzing.md)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--seeds", default="", help=argparse.SUPPRESS)
     p.add_argument("--results", default="", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.worker:
-        _worker([int(s) for s in a.seeds.split(",") if s], a.results)
+        _worker([int(s) for s in a.seeds.split(",") if s], a.results, a.profile)
         return 0
-    summary = campaign(a.start, a.count, a.jobs, a.batch, a.timeout, a.out, a.verbose, a.fresh)
+    summary = campaign(a.start, a.count, a.jobs, a.batch, a.timeout, a.out, a.verbose, a.fresh,
+                       a.profile)
     return 1 if summary["failures"] else 0
 
 
