@@ -45,8 +45,8 @@ from ..ir.core import Argument, Block, Function, Op, Value
 from ..ir.types import ArrayType, BoolType, TupleType, int64, none
 from ..rules import RuleNotApplicable, lookup_jvp
 from ..rules.custom import lookup_custom
-from ..rules import is_one as _is_one
-from ..rules.strong_zeros import strong_mul
+from ..rules import has_bounded_partials, is_one as _is_one
+from ..rules.strong_zeros import strong_product
 from .opinfo import (describe as _describe, hashable as _hashable,
                      keyword_values as _keyword_values, positional as _positional,
                      primitive as _primitive, writes_no_memory)
@@ -719,8 +719,10 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
             if _is_one(derivative):
                 self._send(operands[k], adjoint)  # d(x + y)/dx: the adjoint itself
                 continue
-            # a zero factor gives exactly zero, even against an infinite one (strong zeros)
-            self._send(operands[k], self.b.call(strong_mul, [adjoint, derivative]))
+            if self._plain_product(rule, primals, derivative):  # finite: a plain product is exact
+                self._send(operands[k], self.b.mul(adjoint, derivative))
+            else:  # a zero factor gives exactly zero, even against an infinite one
+                self._send(operands[k], strong_product(self.b, adjoint, derivative))
 
     def _partial(self, partial, primals: tuple) -> Optional[Value]:
         if partial is None:
@@ -737,6 +739,16 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
             return None
         derivative = _without_unit_factor(derivative, unit[k])
         return self.b.const(1.0) if derivative is unit[k] else derivative
+
+    def _plain_product(self, rule, primals: tuple, derivative: Value) -> bool:
+        """A derivative that is finite wherever the primals are: partials declared bounded, or
+        a constant (the -1 of a subtraction)."""
+        op = getattr(derivative, "op", None)
+        if isinstance(op, ops.Neg):
+            op = getattr(op.value, "op", None)
+        constant = isinstance(op, ops.Constant) and isinstance(op.value, (int, float)) \
+            and np.isfinite(op.value)
+        return constant or has_bounded_partials(rule, primals)
 
     def _result_adjoint(self, result: Value) -> Optional[Value]:
         if _is_float(result.type):

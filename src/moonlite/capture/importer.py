@@ -332,7 +332,10 @@ class Importer:
         if not (self.checks_division and cls.CAN_DIVIDE_BY_ZERO and lhs.type.is_scalar
                 and rhs.type.is_scalar):
             return False
-        return cls is not ops.Pow or rhs.type.is_integer
+        k = ops.constant_value(rhs)
+        if cls is ops.Pow:  # x ** 2 cannot divide by zero
+            return rhs.type.is_integer and not (isinstance(k, int) and k >= 0)
+        return k is None or k == 0  # nor can x / 2.0
 
     def ex_unary(self, expr, target):
         cls = next((c for c in ops.UNARY_OPS if c.PYFUNC is expr.fn or c.NUMBA_SYMBOL == expr.fn),

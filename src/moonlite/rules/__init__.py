@@ -74,18 +74,24 @@ def defrule(primitive, rule: Callable) -> Callable:
     return rule
 
 
-def defpartials(primitive, *partials) -> Callable:
+def defpartials(primitive, *partials, bounded=False) -> Callable:
     """Register an elementwise primitive by its partial derivatives: `partial_i(b, *primals)`
     returns the derivative of the result in argument i (a value broadcasting like the result,
     or None where it is zero); a None entry instead of a function marks an argument that is not
-    differentiable. The rule keeps `partials` for reverse mode."""
+    differentiable. The rule keeps `partials` for reverse mode.
+
+    `bounded=True` (or a function of the primals saying so) declares partials that are finite
+    wherever the arguments are (polynomials, sin, tanh, ...): they multiply plainly, since a
+    strong product's compare and select on every product cost loop kernels up to 2x
+    (rosenbrock's gradient). Partials that can be infinite at finite arguments (1/x, sqrt,
+    log, exp overflowing) multiply strongly."""
 
     def rule(b, primals, tangents, kwargs):
         _no_keywords(kwargs)
         if len(primals) != len(partials):
             raise RuleNotApplicable(f"the rule expects {len(partials)} argument(s), "
                                     f"got {len(primals)}")
-        total = None
+        total, plain = None, has_bounded_partials(rule, primals)
         for partial, dx in zip(partials, tangents):
             if dx is None:
                 continue
@@ -95,12 +101,18 @@ def defpartials(primitive, *partials) -> Callable:
             p = partial(b, *primals)
             if p is None:
                 continue
-            term = dx if is_one(p) else b.call(strong_mul, [dx, p])
+            term = dx if is_one(p) else b.mul(dx, p) if plain else strong_product(b, dx, p)
             total = term if total is None else b.add(total, term)
         return total
 
-    rule.partials = partials
+    rule.partials, rule.bounded = partials, bounded
     return defrule(primitive, rule)
+
+
+def has_bounded_partials(rule, primals) -> bool:
+    """True if `rule` (from defpartials) declared its partials finite at these primals."""
+    bounded = getattr(rule, "bounded", False)
+    return bool(bounded(primals) if callable(bounded) else bounded)
 
 
 def is_one(value) -> bool:
@@ -173,7 +185,7 @@ def square(b, x):
     return b.mul(x, x)
 
 
-from .strong_zeros import strong_mul  # noqa: E402  (defpartials' rules emit it)
+from .strong_zeros import strong_product  # noqa: E402  (defpartials' rules emit it)
 from . import scalar  # noqa: E402,F401  (registers the scalar rules)
 from . import numpy_rules  # noqa: E402,F401  (after scalar: its numpy keys win)
 from . import linalg  # noqa: E402,F401  (np.linalg, as custom rules)

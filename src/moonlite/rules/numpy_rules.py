@@ -27,7 +27,8 @@ from ..ir import ops
 from ..ir.types import ArrayType, NoneType, float64, int64
 from . import Attribute, Method, RuleNotApplicable, defjvp, defpartials, defrule, defzero
 from .custom import nondifferentiable
-from .strong_zeros import strong_mul
+from .scalar import constant_natural_exponent
+from .strong_zeros import strong_product
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -95,8 +96,8 @@ def _reciprocal(b, x):
     return b.div(_one(b, x), x)
 
 
-defpartials(np.sin, lambda b, x: _np(b, np.cos, x))
-defpartials(np.cos, lambda b, x: b.neg(_np(b, np.sin, x)))
+defpartials(np.sin, lambda b, x: _np(b, np.cos, x), bounded=True)
+defpartials(np.cos, lambda b, x: b.neg(_np(b, np.sin, x)), bounded=True)
 defpartials(np.tan, lambda b, x: _reciprocal(b, _square(b, _np(b, np.cos, x))))
 defpartials(np.exp, lambda b, x: _np(b, np.exp, x))
 defpartials(np.expm1, lambda b, x: _np(b, np.exp, x))
@@ -108,11 +109,11 @@ defpartials(np.log10, lambda b, x: _reciprocal(b, b.mul(x, _const(b, _LN10, x)))
 defpartials(np.sqrt, lambda b, x: _reciprocal(b, b.mul(_const(b, 2, x), _np(b, np.sqrt, x))))
 defpartials(np.sinh, lambda b, x: _np(b, np.cosh, x))
 defpartials(np.cosh, lambda b, x: _np(b, np.sinh, x))
-defpartials(np.tanh, lambda b, x: _one_minus_square(b, _np(b, np.tanh, x)))
+defpartials(np.tanh, lambda b, x: _one_minus_square(b, _np(b, np.tanh, x)), bounded=True)
 defpartials(np.arcsin, lambda b, x: _reciprocal(b, _np(b, np.sqrt, _one_minus_square(b, x))))
 defpartials(np.arccos,
             lambda b, x: b.neg(_reciprocal(b, _np(b, np.sqrt, _one_minus_square(b, x)))))
-defpartials(np.arctan, lambda b, x: _reciprocal(b, b.add(_one(b, x), _square(b, x))))
+defpartials(np.arctan, lambda b, x: _reciprocal(b, b.add(_one(b, x), _square(b, x))), bounded=True)
 # arctan2(y, x): d = (x dy - y dx) / (x^2 + y^2)
 defpartials(np.arctan2,
             lambda b, y, x: b.div(x, b.add(_square(b, x), _square(b, y))),
@@ -120,13 +121,13 @@ defpartials(np.arctan2,
 defpartials(np.hypot,
             lambda b, x, y: b.div(x, _np(b, np.hypot, x, y)),
             lambda b, x, y: b.div(y, _np(b, np.hypot, x, y)))
-defpartials(np.square, lambda b, x: b.mul(_const(b, 2, x), x))
+defpartials(np.square, lambda b, x: b.mul(_const(b, 2, x), x), bounded=True)
 
 
 # The rest of numba's float ufuncs (issue #6); np.sinc is a function, not a ufunc (reverse mode
 # lists it in reverse._ELEMENTWISE_FUNCTIONS).
 defpartials(np.arcsinh,
-            lambda b, x: _reciprocal(b, _np(b, np.sqrt, b.add(_square(b, x), _one(b, x)))))
+            lambda b, x: _reciprocal(b, _np(b, np.sqrt, b.add(_square(b, x), _one(b, x)))), bounded=True)
 defpartials(np.arccosh,
             lambda b, x: _reciprocal(b, _np(b, np.sqrt, b.sub(_square(b, x), _one(b, x)))))
 defpartials(np.arctanh, lambda b, x: _reciprocal(b, _one_minus_square(b, x)))
@@ -137,18 +138,18 @@ defjvp(np.negative, lambda b, x, dx: b.neg(dx))
 defjvp(np.positive, lambda b, x, dx: dx)
 for _fn, _factor in [(np.deg2rad, math.pi / 180.0), (np.radians, math.pi / 180.0),
                      (np.rad2deg, 180.0 / math.pi), (np.degrees, 180.0 / math.pi)]:
-    defpartials(_fn, lambda b, x, _factor=_factor: _const(b, _factor, x))
+    defpartials(_fn, lambda b, x, _factor=_factor: _const(b, _factor, x), bounded=True)
 # logaddexp(x, y) = log(e^x + e^y): d/dx = e^(x - logaddexp(x, y)), and so for y (base 2 alike).
 defpartials(np.logaddexp,
             lambda b, x, y: _np(b, np.exp, b.sub(x, _np(b, np.logaddexp, x, y))),
-            lambda b, x, y: _np(b, np.exp, b.sub(y, _np(b, np.logaddexp, x, y))))
+            lambda b, x, y: _np(b, np.exp, b.sub(y, _np(b, np.logaddexp, x, y))), bounded=True)
 defpartials(np.logaddexp2,
             lambda b, x, y: _np(b, np.exp2, b.sub(x, _np(b, np.logaddexp2, x, y))),
-            lambda b, x, y: _np(b, np.exp2, b.sub(y, _np(b, np.logaddexp2, x, y))))
+            lambda b, x, y: _np(b, np.exp2, b.sub(y, _np(b, np.logaddexp2, x, y))), bounded=True)
 # The arithmetic operators called as functions (np.divide is np.true_divide).
 defjvp(np.add, lambda b, x, y, dx: dx, lambda b, x, y, dy: dy)
 defjvp(np.subtract, lambda b, x, y, dx: dx, lambda b, x, y, dy: b.neg(dy))
-defpartials(np.multiply, lambda b, x, y: y, lambda b, x, y: x)
+defpartials(np.multiply, lambda b, x, y: y, lambda b, x, y: x, bounded=True)
 defpartials(np.divide,
             lambda b, x, y: _reciprocal(b, y),
             lambda b, x, y: b.neg(b.div(x, _square(b, y))))
@@ -183,7 +184,7 @@ defrule(np.ldexp, _first_argument_only(lambda b, x, i, dx: _np(b, np.ldexp, dx, 
 
 def _float_power_dbase(b, x, y):
     # strong in y, as for np.power: x ** 0 is flat also at x = 0
-    return b.call(strong_mul, [y, _np(b, np.float_power, x, b.sub(y, _const(b, 1, y)))])
+    return strong_product(b, y, _np(b, np.float_power, x, b.sub(y, _const(b, 1, y))))
 
 
 def _float_power_dexponent(b, x, y):
@@ -201,7 +202,7 @@ def _sinc_partial(b, x):
     return _where(b, b.binary(ops.Eq, x, _const(b, 0, x)), _const(b, 0, slope), slope)
 
 
-defpartials(np.sinc, _sinc_partial)
+defpartials(np.sinc, _sinc_partial, bounded=True)
 
 
 def _abs_partial(b, x):
@@ -209,8 +210,8 @@ def _abs_partial(b, x):
     return _where(b, b.binary(ops.Lt, x, _const(b, 0, x)), _const(b, -1, x), _one(b, x))
 
 
-defpartials(np.abs, _abs_partial)  # np.absolute is the same object
-defpartials(np.fabs, _abs_partial)
+defpartials(np.abs, _abs_partial, bounded=True)  # np.absolute is the same object
+defpartials(np.fabs, _abs_partial, bounded=True)
 
 
 def _power_dbase(b, x, y):
@@ -229,7 +230,7 @@ def _power_dbase(b, x, y):
     y_minus_1 = b.sub(y, _const(b, 1, y))
     if y_minus_1.type.is_integer:  # 0.0 ** -1 raises in numba whatever the error model
         y_minus_1 = b.cast(y_minus_1, float64)
-    return b.call(strong_mul, [y, _np(b, np.power, x, y_minus_1)])
+    return strong_product(b, y, _np(b, np.power, x, y_minus_1))
 
 
 def _exponent(b, k, like):
@@ -247,9 +248,9 @@ def _power_dexponent(b, x, y):
     return _where(b, b.binary(ops.Eq, x, _const(b, 0, x)), _const(b, 0, slope), slope)
 
 
-defpartials(np.power, _power_dbase, _power_dexponent)
+defpartials(np.power, _power_dbase, _power_dexponent, bounded=constant_natural_exponent)
 # `x ** y` on arrays as well as scalars (scalar.py's rule emits math.log, scalars only).
-defpartials(ops.Pow, _power_dbase, _power_dexponent)
+defpartials(ops.Pow, _power_dbase, _power_dexponent, bounded=constant_natural_exponent)
 
 
 def _extremum_rule(keep_first: type) -> Callable:

@@ -20,7 +20,7 @@ from ..ir.types import float64
 from . import (JVP_RULES, RuleNotApplicable, const_like, defjvp, deflinear, defpartials, defrule,
                defzero, square, zero_like)
 from .special import digamma
-from .strong_zeros import strong_mul
+from .strong_zeros import strong_product
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -37,7 +37,7 @@ defjvp(ops.Add, lambda b, x, y, dx: dx, lambda b, x, y, dy: dy)
 defjvp(ops.Sub, lambda b, x, y, dx: dx, lambda b, x, y, dy: b.neg(dy))
 deflinear(ops.Neg, lambda b, dx: b.neg(dx))
 deflinear(ops.Pos, lambda b, dx: dx)
-defpartials(ops.Mul, lambda b, x, y: y, lambda b, x, y: x)
+defpartials(ops.Mul, lambda b, x, y: y, lambda b, x, y: x, bounded=True)
 defpartials(ops.TrueDiv,
             lambda b, x, y: b.div(const_like(b, 1, y), y),
             lambda b, x, y: b.neg(b.div(b.div(x, y), y)))
@@ -53,7 +53,7 @@ def _pow_dbase(b, x, y):
     y_minus_1 = b.sub(y, const_like(b, 1, y))
     if y_minus_1.type.is_integer:  # numba raises for 0.0 ** -1 under any error model
         y_minus_1 = b.cast(y_minus_1, float64)
-    return b.call(strong_mul, [y, b.binary(ops.Pow, x, y_minus_1)])
+    return strong_product(b, y, b.binary(ops.Pow, x, y_minus_1))
 
 
 def _pow_dexponent(b, x, y):
@@ -64,9 +64,17 @@ def _pow_dexponent(b, x, y):
     return b.select(at_zero, zero_like(b, slope), slope)
 
 
-defpartials(ops.Pow, _pow_dbase, _pow_dexponent)
-defpartials(math.pow, _pow_dbase, _pow_dexponent)
-defpartials(pow, _pow_dbase, _pow_dexponent)  # the builtin, with two arguments
+def constant_natural_exponent(primals) -> bool:
+    """x ** k for a constant integer k >= 0: a polynomial, finite partials."""
+    k = ops.constant_value(primals[1])
+    return isinstance(k, (int, float)) and not isinstance(k, bool) and float(k).is_integer() \
+        and k >= 0
+
+
+defpartials(ops.Pow, _pow_dbase, _pow_dexponent, bounded=constant_natural_exponent)
+defpartials(math.pow, _pow_dbase, _pow_dexponent, bounded=constant_natural_exponent)
+defpartials(pow, _pow_dbase, _pow_dexponent,  # the builtin, with two arguments
+            bounded=constant_natural_exponent)
 
 # Cast float -> float: the tangent, which the pass casts to the result's type. Casts to int or
 # bool produce no tangent, and casts from int produce a zero one: the pass handles both.
@@ -92,8 +100,8 @@ def _reciprocal(b, x):
     return b.div(_one(b, x), x)
 
 
-defpartials(math.sin, lambda b, x: _call(b, math.cos, x))
-defpartials(math.cos, lambda b, x: b.neg(_call(b, math.sin, x)))
+defpartials(math.sin, lambda b, x: _call(b, math.cos, x), bounded=True)
+defpartials(math.cos, lambda b, x: b.neg(_call(b, math.sin, x)), bounded=True)
 defpartials(math.tan, lambda b, x: _reciprocal(b, square(b, _call(b, math.cos, x))))
 defpartials(math.exp, lambda b, x: _call(b, math.exp, x))
 defpartials(math.expm1, lambda b, x: _call(b, math.exp, x))
@@ -105,7 +113,7 @@ defpartials(math.sqrt,
             lambda b, x: _reciprocal(b, b.mul(const_like(b, 2, x), _call(b, math.sqrt, x))))
 defpartials(math.sinh, lambda b, x: _call(b, math.cosh, x))
 defpartials(math.cosh, lambda b, x: _call(b, math.sinh, x))
-defpartials(math.tanh, lambda b, x: b.sub(_one(b, x), square(b, _call(b, math.tanh, x))))
+defpartials(math.tanh, lambda b, x: b.sub(_one(b, x), square(b, _call(b, math.tanh, x))), bounded=True)
 
 
 def _one_minus_square_root(b, x):
@@ -114,7 +122,7 @@ def _one_minus_square_root(b, x):
 
 defpartials(math.asin, lambda b, x: _reciprocal(b, _one_minus_square_root(b, x)))
 defpartials(math.acos, lambda b, x: b.neg(_reciprocal(b, _one_minus_square_root(b, x))))
-defpartials(math.atan, lambda b, x: _reciprocal(b, b.add(_one(b, x), square(b, x))))
+defpartials(math.atan, lambda b, x: _reciprocal(b, b.add(_one(b, x), square(b, x))), bounded=True)
 # atan2(y, x): d = (x dy - y dx) / (x^2 + y^2)
 defpartials(math.atan2,
             lambda b, y, x: b.div(x, b.add(square(b, x), square(b, y))),
@@ -124,21 +132,21 @@ defpartials(math.hypot,
             lambda b, x, y: b.div(y, _call(b, math.hypot, x, y)))
 defpartials(math.erf,
             lambda b, x: b.mul(const_like(b, _TWO_OVER_SQRT_PI, x),
-                               _call(b, math.exp, b.neg(square(b, x)))))
+                               _call(b, math.exp, b.neg(square(b, x)))), bounded=True)
 defpartials(math.erfc,
             lambda b, x: b.neg(b.mul(const_like(b, _TWO_OVER_SQRT_PI, x),
-                                     _call(b, math.exp, b.neg(square(b, x))))))
+                                     _call(b, math.exp, b.neg(square(b, x))))), bounded=True)
 defpartials(math.asinh,
-            lambda b, x: _reciprocal(b, _call(b, math.sqrt, b.add(square(b, x), _one(b, x)))))
+            lambda b, x: _reciprocal(b, _call(b, math.sqrt, b.add(square(b, x), _one(b, x)))), bounded=True)
 defpartials(math.acosh,
             lambda b, x: _reciprocal(b, _call(b, math.sqrt, b.sub(square(b, x), _one(b, x)))))
 defpartials(math.atanh, lambda b, x: _reciprocal(b, b.sub(_one(b, x), square(b, x))))
 defpartials(math.exp2, lambda b, x: b.mul(_call(b, math.exp2, x), const_like(b, _LN2, x)))
-defpartials(math.degrees, lambda b, x: const_like(b, 180.0 / math.pi, x))
-defpartials(math.radians, lambda b, x: const_like(b, math.pi / 180.0, x))
+defpartials(math.degrees, lambda b, x: const_like(b, 180.0 / math.pi, x), bounded=True)
+defpartials(math.radians, lambda b, x: const_like(b, math.pi / 180.0, x), bounded=True)
 # ldexp(x, i) = x 2**i (i an int); nextafter(x, y) moves x by one ulp towards y: slope 1 in x
 defpartials(math.ldexp, lambda b, x, i: _call(b, math.ldexp, _one(b, x), i), None)
-defpartials(math.nextafter, lambda b, x, y: _one(b, x), lambda b, x, y: None)
+defpartials(math.nextafter, lambda b, x, y: _one(b, x), lambda b, x, y: None, bounded=True)
 # d/dx log|Gamma(x)| = digamma(x), on both sides of the poles; Gamma' = Gamma * digamma.
 defpartials(math.lgamma, lambda b, x: _call(b, digamma, x))
 defpartials(math.gamma, lambda b, x: b.mul(_call(b, math.gamma, x), _call(b, digamma, x)))
@@ -163,8 +171,8 @@ def _abs_partial(b, x):
     return b.select(b.binary(ops.Lt, x, zero_like(b, x)), const_like(b, -1, x), _one(b, x))
 
 
-defpartials(math.fabs, _abs_partial)
-defpartials(abs, _abs_partial)
+defpartials(math.fabs, _abs_partial, bounded=True)
+defpartials(abs, _abs_partial, bounded=True)
 for _flat in (math.floor, math.ceil, math.trunc, np.floor, np.ceil, np.trunc, round):
     defzero(_flat)
 

@@ -40,6 +40,25 @@ def strong_mul(linear, partial):
     return linear * partial
 
 
+def strong_product(b, linear, partial):
+    """Emit `strong_mul(linear, partial)`: the ufunc for arrays (fused into the array
+    expression), plain IR for scalars, which LLVM turns into two compares and a select (a call
+    of the ufunc's scalar kernel, with its branches, was not inlined: rosenbrock's gradient
+    took 2.3x the time)."""
+    from ..ir import ops
+    from ..ir.types import ArrayType
+    if isinstance(linear.type, ArrayType) or isinstance(partial.type, ArrayType):
+        return b.call(strong_mul, [linear, partial])
+    product = b.mul(linear, partial)
+    zero = b.const(0.0, product.type) if product.type.is_float else b.const(0, product.type)
+    either_zero = b.binary(ops.BitOr, b.binary(ops.Eq, linear, b.const(0, linear.type)
+                                                if linear.type.is_integer else
+                                                b.const(0.0, linear.type)),
+                           b.binary(ops.Eq, partial, b.const(0, partial.type)
+                                    if partial.type.is_integer else b.const(0.0, partial.type)))
+    return b.select(either_zero, zero, product)
+
+
 def _strong_mul_rule(b, primals, tangents, kwargs):
     # d(a p) = da p + a dp, each product strong like the primal's
     (a, p), (da, dp) = primals, tangents
