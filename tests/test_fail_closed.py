@@ -329,3 +329,20 @@ def test_refused_in_every_mode(name, fn, args, match):
     for mode, run in modes.items():
         with pytest.raises(UnsupportedError, match=match):
             run()
+
+
+@numba.njit
+def sum_times(x, y):
+    return np.sum(x) * y
+
+
+def test_one_gradient_function_serves_many_argument_types():
+    g = moonlite.grad(sum_times)
+    cases = [(np.ones(3), 2.0), (np.ones(3, np.float32), 2.0), (np.ones((2, 2)), 2.0),
+             (np.ones(3), np.float32(2.0)), (np.ones(6)[::2], 2.0), (np.ones((2, 3)).T, 2.0),
+             (np.ones(3), 2), (np.ones((2, 2, 2)), 1.0), (np.asfortranarray(np.ones((2, 3))), 3.0),
+             (np.array(1.0), 2.0)]
+    for x, y in cases:
+        grad_x = g(x, y)
+        assert np.shape(grad_x) == x.shape
+        np.testing.assert_allclose(grad_x, np.full(x.shape, y), err_msg=f"{x.shape} {y!r}")

@@ -284,3 +284,65 @@ def array_through_jvp_only(x):
 def test_reverse_mode_of_a_jvp_rule_on_arrays_asks_for_a_vjp():
     with pytest.raises(UnsupportedError, match="give scalar_jvp_only a VJP rule"):
         moonlite.grad(array_through_jvp_only)(np.ones(3))
+
+
+# --- a rule computing something other than its function (issue #16) --------------------------
+
+@numba.njit
+def sine_of(x):
+    return np.sin(x)
+
+
+@numba.njit
+def sine_of_fwd(x):
+    return np.sin(x)[:2].copy(), x  # a wrong primal output: two entries of three
+
+
+@numba.njit
+def sine_of_bwd(x, g):
+    return (np.cos(x) * 1.0,)
+
+
+moonlite.custom_vjp(sine_of, sine_of_fwd, sine_of_bwd)
+
+
+@numba.njit
+def uses_sine_of(x):
+    return np.sum(sine_of(x))
+
+
+def test_a_wrong_primal_output_of_a_rule_is_caught_in_debug_mode_and_by_the_checker():
+    x = np.array([0.1, 0.2, 0.3])
+    with moonlite.debug_mode():
+        with pytest.raises(ValueError, match="custom rule of sine_of computes an output"):
+            moonlite.grad(uses_sine_of)(x)
+    with pytest.raises(AssertionError, match="primal output differs"):
+        check_rule(uses_sine_of, x)
+
+
+@numba.njit
+def halved(x):
+    return x * 0.5
+
+
+@numba.njit
+def halved_fwd(x):
+    return x * 0.5, 0
+
+
+@numba.njit
+def halved_bwd(residual, g):
+    return (int(g),)  # an int cotangent: truncates the derivative
+
+
+moonlite.custom_vjp(halved, halved_fwd, halved_bwd)
+
+
+@numba.njit
+def uses_halved(x):
+    return halved(x) * 3.0
+
+
+def test_an_int_cotangent_is_refused():
+    with pytest.raises(UnsupportedError, match="cotangent of argument 0 has type int64"):
+        moonlite.grad(uses_halved)(0.7)
