@@ -208,6 +208,17 @@ def out_argument(x):
     return np.sum(y)
 
 
+@numba.njit
+def writes_through_views(a, x):
+    b = np.transpose(a)
+    b[0, 1] = x * 2.0          # writes a[1, 0]
+    c = np.swapaxes(a, 0, 1)
+    c[2, 0] += x * a[1, 1]     # writes a[0, 2]
+    d = np.moveaxis(a, 0, 1)
+    d[1, 1] *= x               # writes a[1, 1]
+    return np.sum(a * a * a)
+
+
 # --- cases ---------------------------------------------------------------------------------------
 
 Case = collections.namedtuple("Case", "name fn args fixed second_order")
@@ -242,6 +253,7 @@ CORRECT = [
     _case("fortran_order", writes_in_place, np.asfortranarray(RNG.uniform(-1, 1, (2, 3)))[0]),
     _case("strided", writes_in_place, RNG.uniform(-1, 1, 9)[::3]),
     _case("transposed", sum_last_axis_2d, RNG.uniform(-1, 1, (4, 3)).T),
+    _case("writes_through_views", writes_through_views, RNG.uniform(-1, 1, (3, 3)), 0.7),
 ]
 
 

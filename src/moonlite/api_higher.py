@@ -65,8 +65,13 @@ def hessian(f, argnums: int = 0):
     def derive(argtypes: tuple):
         return _hessian_ir(f, argtypes, argnums, names)
 
-    return DerivedDispatcher(f"hessian_{f.py_func.__name__}", names, derive,
-                             bool(f.targetoptions.get("boundscheck")))
+    def build():
+        return DerivedDispatcher(f"hessian_{f.py_func.__name__}", names, derive,
+                                 bool(f.targetoptions.get("boundscheck")))
+
+    # one dispatcher per function and argnums, as for grad: `hessian(f)(x)` written in a loop
+    # compiles once, not once per call (about 4 s each)
+    return api_cached(("hessian", f, argnums), build)
 
 
 def _hessian_ir(f, argtypes: tuple, argnum: int, names: list):

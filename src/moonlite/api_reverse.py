@@ -16,7 +16,7 @@ import numbers
 
 import numpy as np
 
-from .ad.derived import derived_reverse_rule, derived_reverse_split
+from .ad.derived import api_cached, derived_reverse_rule, derived_reverse_split
 from .ad.guards import check_aliasing, deferred_interrupts, emit_guards, private_copies
 from .ad.inline import inline_njit_calls
 from .ad.reverse_types import is_float_array
@@ -88,8 +88,13 @@ def _gradient_dispatcher(f, argnums, with_value: bool):
     def derive(argtypes: tuple):
         return _gradient_ir(f, argtypes, argnums, with_value, api)
 
-    return DerivedDispatcher(f"{api}_{f.py_func.__name__}", names, derive,
-                             bool(f.targetoptions.get("boundscheck")))
+    def build():
+        return DerivedDispatcher(f"{api}_{f.py_func.__name__}", names, derive,
+                                 bool(f.targetoptions.get("boundscheck")))
+
+    # the same dispatcher for the same function and options: `grad(f)(x)` written inline, in
+    # a loop, compiles once (forgotten, like every derived rule, when a custom rule is added)
+    return api_cached((api, f, argnums), build)
 
 
 def _gradient_ir(f, argtypes: tuple, argnums, with_value: bool, api: str):

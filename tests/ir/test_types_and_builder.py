@@ -216,8 +216,11 @@ def test_getitem_on_arrays(b):
     assert b.getitem(A, b.build_tuple([i, i])).type == F64
     none = b.const(None)
     everything = b.build_slice(none, none, none)
-    assert b.getitem(a, everything).type == arr(F64, 1, "A")
+    # no step: numba's slice2, whose whole-array view of a C array stays C
+    assert b.getitem(a, everything).type == arr(F64, 1, "C")
     assert b.getitem(A, b.build_tuple([everything, i])).type == arr(F64, 1, "A")  # a column
+    stepped = b.build_slice(none, none, b.const(2))
+    assert b.getitem(a, stepped).type == arr(F64, 1, "A")
 
 
 def test_getitem_on_a_homogeneous_tuple(b):

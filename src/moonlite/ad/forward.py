@@ -325,6 +325,8 @@ class _ForwardPass:
         if tangent is None:
             return self.fresh_or_zero(result)[0]
         if isinstance(result.type, FloatType):
+            if isinstance(tangent.type, ArrayType):  # numba makes 0-d array + 1.0 a number
+                tangent = self.b.getitem(tangent, self.b.build_tuple([]))
             return self.b.cast(tangent, result.type)
         return tangent
 

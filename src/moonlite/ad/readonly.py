@@ -86,6 +86,6 @@ def _numpy_reader(op: ops.Call) -> bool:
 
 # numpy functions whose result may be a view of their argument: a write to it writes the input.
 _VIEW_FUNCTIONS = {"reshape", "ravel", "transpose", "asarray", "ascontiguousarray", "squeeze",
-                   "expand_dims", "swapaxes", "atleast_1d", "atleast_2d", "diagonal", "real",
-                   "imag"}
+                   "expand_dims", "swapaxes", "moveaxis", "atleast_1d", "atleast_2d", "diagonal",
+                   "real", "imag"}
 

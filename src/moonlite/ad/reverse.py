@@ -480,6 +480,9 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
             return self.b.getitem(src_shadow, self.values[op.index])
         if isinstance(op, ops.GetAttr):
             return self.b.getattr(src_shadow, op.name)
+        if isinstance(op, ops.Call):
+            return self.b.call(op.callee, [src_shadow, *(self.values[a] for a in op.positional[1:])],
+                               {k: self.values[v] for k, v in op.keywords.items()})
         args = [self.values[a] for a in op.positional]
         return self.b.method_call(op.method, src_shadow, args)
 
@@ -947,9 +950,17 @@ def _view_source(op: Op) -> Optional[Value]:
         return op.value
     if isinstance(op, ops.MethodCall) and op.method == "transpose":
         return op.receiver
+    if isinstance(op, ops.Call) and any(op.callee is f for f in _VIEW_FUNCTIONS):
+        return op.positional[0]
     # reshape/ravel may copy (a non-contiguous input): their results get their own shadows,
     # sent back to the input by rv_reshape
     return None
+
+
+# numpy functions whose result is always a view of their first argument (a permutation of its
+# axes): the result's shadow is the same view of the argument's shadow, so a write through the
+# view reaches the argument's gradient and nothing needs sending back
+_VIEW_FUNCTIONS = (np.transpose, np.swapaxes, np.moveaxis)
 
 
 def _advanced_index(op: ops.GetItem) -> bool:

@@ -72,11 +72,7 @@ class ArrayAdjoints:
         if shadow_out is None:
             return
         shape = self.b.getattr(self.recall(operand), "shape")
-        if _name(op) == "transpose":
-            back = self.b.getattr(shadow_out, "T")
-        else:
-            back = self.b.method_call("reshape", self.b.method_call("copy", shadow_out, []),
-                                      [shape])
+        back = self.b.method_call("reshape", self.b.method_call("copy", shadow_out, []), [shape])
         self._send(operand, back)
 
     def rv_sum_axis(self, op: Op, axis: Value) -> None:
@@ -168,9 +164,6 @@ class ArrayAdjoints:
         if axis is None:
             raise self.unsupported(op, f"{_describe(op)} along an axis computed at run time, in "
                                    "reverse mode", "write the axis as a constant")
-        if stacked and axis not in (0, 1, -1):
-            raise self.unsupported(op, f"{_describe(op)} along axis {axis} in reverse mode",
-                                   "stack along axis 0 or 1, or transpose afterwards")
         ndim = g.type.ndim
         axis_value = self.b.const(axis % ndim, int64)
         start = self.b.const(0, int64)
@@ -242,7 +235,10 @@ CALL_ADJOINTS = {np.sum: ArrayAdjoints.rv_sum, np.mean: ArrayAdjoints.rv_mean,
                  np.max: ArrayAdjoints.rv_extremum, np.amax: ArrayAdjoints.rv_extremum,
                  np.min: ArrayAdjoints.rv_extremum, np.amin: ArrayAdjoints.rv_extremum,
                  np.prod: ArrayAdjoints.rv_prod, np.reshape: ArrayAdjoints.rv_reshape,
-                 np.ravel: ArrayAdjoints.rv_reshape, np.transpose: ArrayAdjoints.rv_reshape,
+                 np.ravel: ArrayAdjoints.rv_reshape,
+                 # views: their shadows are views of their arguments' (reverse._view_source)
+                 np.transpose: ArrayAdjoints.rv_nothing, np.swapaxes: ArrayAdjoints.rv_nothing,
+                 np.moveaxis: ArrayAdjoints.rv_nothing,
                  np.expand_dims: ArrayAdjoints.rv_reshape,
                  np.full: ArrayAdjoints.rv_full, np.full_like: ArrayAdjoints.rv_full,
                  np.cumsum: ArrayAdjoints.rv_cumsum, np.outer: ArrayAdjoints.rv_outer,

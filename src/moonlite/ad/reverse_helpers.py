@@ -107,8 +107,10 @@ def add_concatenated_piece(shadow, g, start, axis):
 
 @numba.njit
 def add_stacked_piece(shadow, g, k, axis):
-    """shadow += entry k of g along the new `axis` (0 or 1) np.stack made."""
-    shadow += np.swapaxes(g, 0, axis)[k]
+    """shadow += entry k of g along the new `axis` np.stack made. (moveaxis, not swapaxes:
+    swapping axes 0 and 2 of a 3-d g also reverses the piece's own axes, and numba's `+=`
+    does not check shapes: stacking matrices along axis -1 had a wrong gradient.)"""
+    shadow += np.moveaxis(g, axis, 0)[k]
     return None
 
 

@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 from ..errors import SourceLoc
 from . import ops, typing
 from .core import Argument, Block, Function, Op, Value
-from .types import SliceType, Type, from_numba
+from .types import NoneType, SliceType, Type, from_numba
 from .._numba import typeof
 
 
@@ -170,7 +170,10 @@ class Builder:
         return self._value(ops.BuildTuple(items, self.loc, hint))
 
     def build_slice(self, start: Value, stop: Value, step: Value, hint=None) -> Value:
-        return self._value(ops.BuildSlice(start, stop, step, SliceType(3), self.loc, hint))
+        # numba types a slice with a None step as a two-member slice: a[:n] of a C array is
+        # C, and reshaping it works (with three members it would be "A", and would not)
+        members = 2 if isinstance(step.type, NoneType) else 3
+        return self._value(ops.BuildSlice(start, stop, step, SliceType(members), self.loc, hint))
 
     # --- SSA and control flow ------------------------------------------------------------------
 

@@ -364,7 +364,7 @@ def linear_attribute(name: str) -> Callable:
 
 for _fn in (np.sum, np.mean, np.transpose, np.copy, np.ravel, np.reshape, np.cumsum, np.trace,
             np.ascontiguousarray, np.diag, np.tril, np.triu, np.concatenate, np.stack, np.vstack,
-            np.hstack, np.expand_dims):
+            np.hstack, np.expand_dims, np.swapaxes, np.moveaxis):
     defrule(_fn, linear_call(_fn))
 for _name in ("sum", "mean", "copy", "ravel", "reshape", "transpose", "cumsum"):
     defrule(Method(_name), linear_method(_name))
