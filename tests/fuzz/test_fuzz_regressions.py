@@ -217,3 +217,12 @@ def test_rounding_test_does_not_hide_a_wrong_derivative():
     moonlite.custom_jvp(inner, off_by_one_percent)
     result = check_case(case)
     assert (result.status, result.stage, result.kind) == ("fail", "jvp", "wrong_jvp"), result
+
+
+@pytest.mark.parametrize("seed", [78, 174])
+def test_wide_seed_checks_pass(seed):
+    """Wide-profile failures of the campaign on 71f3e21 (docs/fuzzing.md, Findings): 78 gave a
+    nan gradient (0 * nan from entries `np.where` masks), 174 a wrong one (the adjoint of
+    `np.tril(A, k=-1)` ignored k)."""
+    result = check_case(generate_kernel(seed, "wide"))
+    assert result.status == "ok", result

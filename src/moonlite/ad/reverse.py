@@ -54,7 +54,8 @@ from .activity import varied_values
 from .tangents import mentions_complex
 from .readonly import never_written
 from .refusals import refusal
-from .reverse_arrays import CALL_ADJOINTS, METHOD_ADJOINTS, ArrayAdjoints, _name
+from .reverse_arrays import (CALL_ADJOINTS, METHOD_ADJOINTS, ArrayAdjoints, _name,
+                             unread_keywords)
 from .reverse_custom import CustomRuleAdjoints
 from .reverse_helpers import SUM_TO_SHAPE, masked_add, same_size_or_raise, scatter_add
 from .reverse_loops import find_inductions
@@ -685,6 +686,9 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
                                    f"{result.type} in reverse mode", "report this construct")
         operands = _positional(op)
         active = [k for k in active_operands(op) if operands[k] in self.varied]
+        if any(v in self.varied for v in _keyword_values(op)):
+            raise self.unsupported(op, f"{_describe(op)} given a value being differentiated by "
+                                   "keyword, in reverse mode", "pass it by position")
         if _varied_tuples(op, self.varied):
             raise self.unsupported(op, f"differentiating {_describe(op)} with a tuple argument "
                                    "in reverse mode", "pass the tuple's entries as separate "
@@ -744,14 +748,20 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
         return self.b.const(1.0) if derivative is unit[k] else derivative
 
     def _plain_product(self, rule, primals: tuple, derivative: Value) -> bool:
-        """A derivative that is finite wherever the primals are: partials declared bounded, or
-        a constant (the -1 of a subtraction)."""
+        """A derivative that is finite wherever the primals are: a finite constant (the -1 of a
+        subtraction), or partials declared bounded, of scalars. Arrays multiply strongly even
+        then: array code computes every entry, masked ones too, so a primal entry may itself be
+        nan or inf (`np.where(d > 0, np.sqrt(d) * c, 0)`: the adjoint of `c` gets 0 * nan from
+        the entries `where` drops; fuzz, wide profile, seeds 78, 168, 180, 234)."""
         op = getattr(derivative, "op", None)
         if isinstance(op, ops.Neg):
             op = getattr(op.value, "op", None)
-        constant = isinstance(op, ops.Constant) and isinstance(op.value, (int, float)) \
-            and np.isfinite(op.value)
-        return constant or has_bounded_partials(rule, primals)
+        if isinstance(op, ops.Constant) and isinstance(op.value, (int, float)) \
+                and np.isfinite(op.value):
+            return True
+        arrays = isinstance(derivative.type, ArrayType) or any(
+            isinstance(v.type, ArrayType) for v in primals)
+        return not arrays and has_bounded_partials(rule, primals)
 
     def _result_adjoint(self, result: Value) -> Optional[Value]:
         if _is_float(result.type):
@@ -864,6 +874,7 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
             return None
         handler = CALL_ADJOINTS.get(op.callee) if _hashable(op.callee) else None
         if handler is not None:
+            self._check_keywords_read(op, handler)
             return handler(self, op)
         if op.callee in ALLOCATIONS or (op.result is not None and _is_float_array(
                 op.result.type) and not any(_has_adjoint(v.type) for v in op.operands)):
@@ -873,11 +884,21 @@ class _ReversePass(ArrayAdjoints, CustomRuleAdjoints):
     def rv_method(self, op: ops.MethodCall) -> None:
         handler = METHOD_ADJOINTS.get(op.method)
         if handler is not None:
+            self._check_keywords_read(op, handler)
             return handler(self, op)
         if op.result is not None and _is_float_array(op.result.type) \
                 and _view_source(op) is not None:
+            self._check_keywords_read(op, None)
             return  # a view: its shadow is a view of the source's shadow
         return self.rv_elementwise(op)
+
+    def _check_keywords_read(self, op: Op, handler) -> None:
+        unread = unread_keywords(handler, op)
+        if unread:
+            raise self.unsupported(op, f"{_describe(op)} with the keyword argument(s) "
+                                   f"{', '.join(unread)} in reverse mode",
+                                   "pass the argument by position (np.tril(A, -1)) or leave "
+                                   "the keyword out")
 
     def _rv_tuple_entry_at(self, op: ops.GetItem) -> None:
         """t[i] with i known at run time (a homogeneous tuple): the entry i was gets the

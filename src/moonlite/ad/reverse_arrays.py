@@ -257,6 +257,28 @@ METHOD_ADJOINTS = {"sum": ArrayAdjoints.rv_sum, "mean": ArrayAdjoints.rv_mean,
                    "ravel": ArrayAdjoints.rv_reshape, "cumsum": ArrayAdjoints.rv_cumsum}
 
 
+# The keywords each adjoint reads (as its one optional argument, after the positional ones). A
+# call with any other keyword is refused: an adjoint that ignores a keyword (`np.tril(A, k=-1)`
+# read as `np.tril(A)`) gives a wrong gradient. Capture puts most keywords in position first
+# (`capture/rewrites.numpy_keywords_in_position`); methods keep theirs.
+KEYWORDS_READ = {ArrayAdjoints.rv_sum: ("axis",), ArrayAdjoints.rv_cumsum: ("axis",),
+                 ArrayAdjoints.rv_trace: ("offset",), ArrayAdjoints.rv_full: ("fill_value",),
+                 ArrayAdjoints.rv_join: ("axis",)}
+# piecewise-constant functions: nothing flows back, whatever their keywords say
+_KEYWORDS_IRRELEVANT = (np.round, np.around, np.sign, np.rint)
+
+
+def unread_keywords(handler, op: Op) -> tuple:
+    """The keyword arguments of `op` that `handler` would not read."""
+    if isinstance(op, ops.Call) and any(op.callee is f for f in _KEYWORDS_IRRELEVANT):
+        return ()
+    read = KEYWORDS_READ.get(handler, ())
+    unread = tuple(k for k in op.kwnames if k not in read)
+    if not unread and len(_positional(op)) + len(op.kwnames) > 2:
+        return tuple(op.kwnames)  # a keyword beside a positional second argument
+    return unread
+
+
 def _join_kind(op: Op, piece_ndim: int) -> tuple:
     """(stacked, axis) of a join: stack adds an axis, concatenate extends one."""
     fn = op.callee

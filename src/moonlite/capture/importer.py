@@ -429,6 +429,9 @@ class Importer:
                 args, kws = folded, {}
         args = self._coerced_to_signature(args, self.calltypes.get(expr))
         result_type = self.type_of(target)
+        in_position = rewrites.numpy_keywords_in_position(fn, args, kws, result_type)
+        if in_position is not None:
+            args, kws = in_position, {}
         rewritten = rewrites.rewrite_call(self.b, fn, args, kws, result_type)
         if rewritten is not None:
             return rewritten

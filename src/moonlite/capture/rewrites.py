@@ -6,6 +6,7 @@ forward over reverse need no handler of their own for it (and cannot disagree ab
 | call | becomes |
 |---|---|
 | `helper(x, factor=a)` (an njit function) | `helper(x, <default of b>, a)`: keywords in position, skipped defaults as constants |
+| `np.tril(A, k=-1)`, `np.clip(x, a_min=lo, a_max=hi)` (numpy) | `np.tril(A, -1)`: keywords in position where numba types it alike |
 | `np.array((a, b))`, `np.asarray(((a, b), (c, d)))` of numbers | `out = np.empty(shape)`, then `out[i, j] = leaf` per entry |
 | `np.mean((a, b))`, any numpy function given a tuple of numbers | the same function of the tuple made an array as above |
 | `sum((a, b, c))` | `0 + a + b + c` (Python's order) |
@@ -30,6 +31,7 @@ from ..ir import ops
 from ..ir.builder import Builder
 from ..ir.core import Value
 from ..ir.types import ArrayType, FloatType, TupleType, int64, none
+from ..ir.typing import TypingFailure, call_result_type
 
 nbt = nb.types
 
@@ -57,6 +59,34 @@ def fold_keywords(fn, args: list, kws: dict, const_of) -> Optional[list]:
                 return None
             folded[i] = const_of(params[i].default)
     return folded
+
+
+def numpy_keywords_in_position(fn, args: list, kws: dict, result_type) -> Optional[list]:
+    """`np.tril(A, k=-1)` -> `np.tril(A, -1)`: keywords of a numpy function moved to their
+    positions, when they fill the parameters right after the positional arguments and numba
+    types the positional call alike. Adjoints then read one argument list and cannot miss a
+    keyword (an adjoint of `tril` that ignored `k` gave a wrong gradient). None: keep the call."""
+    if not kws or isinstance(fn, np.ufunc) or not _numpy_function(fn):
+        return None
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # builtins and numba-only functions without a signature
+        return None
+    kws, folded = dict(kws), list(args)
+    for param in params[len(args):]:
+        if not kws:
+            break
+        if param.kind not in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD) \
+                or param.name not in kws:
+            return None
+        folded.append(kws.pop(param.name))
+    if kws:
+        return None
+    try:
+        same = call_result_type(fn, [a.type for a in folded]) == result_type
+    except TypingFailure:
+        return None
+    return folded if same else None
 
 
 def _is_constant_default(value) -> bool:
@@ -130,7 +160,6 @@ def _builtin_sum(b: Builder, value: Value, result_type) -> Optional[Value]:
 def _with_tuples_as_arrays(b, fn, args, kws, result_type) -> Optional[Value]:
     """`fn(..., (a, b), ...)` as `fn(..., np.array((a, b)), ...)` (numpy reads a tuple of numbers
     as that array); None if the array form types differently."""
-    from ..ir.typing import TypingFailure, call_result_type
     types = [_array_type_of_tuple(a.type) if _float_tuple(a.type) else a.type for a in args]
     try:
         if call_result_type(fn, types, {k: v.type for k, v in kws.items()}) != result_type:
