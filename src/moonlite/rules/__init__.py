@@ -87,26 +87,39 @@ def defpartials(primitive, *partials, bounded=False) -> Callable:
     log, exp overflowing) multiply strongly."""
 
     def rule(b, primals, tangents, kwargs):
-        _no_keywords(kwargs)
-        if len(primals) != len(partials):
-            raise RuleNotApplicable(f"the rule expects {len(partials)} argument(s), "
-                                    f"got {len(primals)}")
-        total, plain = None, has_bounded_partials(rule, primals)
-        for partial, dx in zip(partials, tangents):
-            if dx is None:
-                continue
-            if partial is None:
-                raise RuleNotApplicable("a tangent reaches an argument declared "
-                                        "non-differentiable")
+        def term(partial, dx):
             p = partial(b, *primals)
             if p is None:
-                continue
-            term = dx if is_one(p) else b.mul(dx, p) if plain else strong_product(b, dx, p)
-            total = term if total is None else b.add(total, term)
-        return total
+                return None  # a zero partial
+            if is_one(p):
+                return dx  # a linear argument: its tangent passes as it is
+            if has_bounded_partials(rule, primals):
+                return b.mul(dx, p)
+            return strong_product(b, dx, p)
+
+        return _sum_of_terms(b, partials, tangents, primals, kwargs, term)
 
     rule.partials, rule.bounded = partials, bounded
     return defrule(primitive, rule)
+
+
+def _sum_of_terms(b, per_argument, tangents, primals, kwargs, term):
+    """The tangent of a rule given per argument (defjvp, defpartials): the sum of
+    `term(f_i, dx_i)` over the arguments with a tangent; a term of None adds nothing."""
+    _no_keywords(kwargs)
+    if len(primals) != len(per_argument):
+        raise RuleNotApplicable(f"the rule expects {len(per_argument)} argument(s), "
+                                f"got {len(primals)}")
+    total = None
+    for f, dx in zip(per_argument, tangents):
+        if dx is None:
+            continue
+        if f is None:
+            raise RuleNotApplicable("a tangent reaches an argument declared non-differentiable")
+        contribution = term(f, dx)
+        if contribution is not None:
+            total = contribution if total is None else b.add(total, contribution)
+    return total
 
 
 def has_bounded_partials(rule, primals) -> bool:
@@ -125,20 +138,8 @@ def defjvp(primitive, *jvps: Callable) -> Callable:
     """Register per-argument contributions `jvp_i(b, *primals, dx_i)`; None: not differentiable."""
 
     def rule(b, primals, tangents, kwargs):
-        _no_keywords(kwargs)
-        if len(primals) != len(jvps):
-            raise RuleNotApplicable(f"the rule expects {len(jvps)} argument(s), "
-                                    f"got {len(primals)}")
-        total = None
-        for jvp, dx in zip(jvps, tangents):
-            if dx is None:
-                continue
-            if jvp is None:
-                raise RuleNotApplicable("a tangent reaches an argument declared "
-                                        "non-differentiable")
-            term = jvp(b, *primals, dx)
-            total = term if total is None else b.add(total, term)
-        return total
+        return _sum_of_terms(b, jvps, tangents, primals, kwargs,
+                             lambda jvp, dx: jvp(b, *primals, dx))
 
     return defrule(primitive, rule)
 
