@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit
 
 import moonlite
-from moonlite.ad import derived
+from moonlite import driver
 
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
 
@@ -114,7 +114,7 @@ def _fresh_kernel():
 
 def test_threads_share_one_rule_per_signature_and_get_correct_results():
     f = _fresh_kernel()
-    rules_before = derived.cached_rule_count()
+    rules_before = driver.cached_rule_count()
     x = np.linspace(0.1, 1.0, 6)
     v = np.linspace(1.0, -1.0, 6)
     expected_grad = np.cos(x) * x + np.sin(x)
@@ -153,6 +153,6 @@ def test_threads_share_one_rule_per_signature_and_get_correct_results():
                 np.testing.assert_allclose(dout, np.dot(expected_grad, v), rtol=1e-12)
     # one forward rule (jvp) and one reverse rule (grad) for the one signature, however many
     # threads asked for them at once
-    keys = [key for key in list(derived._cache) if any(part is f for part in key)]
+    keys = [key for key in list(driver._cache) if any(part is f for part in key)]
     assert sorted(key[0] for key in keys) == ["forward", "reverse"], keys
-    assert derived.cached_rule_count() - rules_before == 2
+    assert driver.cached_rule_count() - rules_before == 2

@@ -37,6 +37,10 @@ except ImportError as exc:  # pragma: no cover - only on an unsupported numba
     raise ImportError(f"moonlite could not import a numba internal it relies on: {exc}") from exc
 
 typeof = numba.typeof
+# numba's public API moonlite uses, here too: no other module of moonlite imports numba
+njit = numba.njit
+vectorize = numba.vectorize
+typed = numba.typed  # typed.List: tapes of the vjp cut
 
 # Calls numba's front end inserts for try/except; moonlite refuses them by identity.
 EXCEPTION_INTRINSICS = (_eh.mark_try_block, _eh.exception_check, _eh.end_try_block)

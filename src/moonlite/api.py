@@ -14,11 +14,9 @@ from typing import Sequence
 
 import numpy as np
 
-from numba.core.compiler_lock import global_compiler_lock
-
 from . import _numba as nb
-from .ad.derived import api_cached, derived_forward_rule
 from .ad.guards import any_shared_memory, check_aliasing
+from .driver import api_cached, derived_forward_rule
 from .errors import ArgumentError, SourceLoc, UnsupportedError
 
 # jacfwd pushes this many tangent directions through one evaluation of the kernel.
@@ -118,7 +116,7 @@ def compile_lock():
     """numba's compiler lock, taken before moonlite's rule cache lock: a grad dispatcher compiling
     in one thread holds numba's lock and then needs moonlite's; taking them in the same order
     here keeps a jvp in another thread from deadlocking with it."""
-    with global_compiler_lock:
+    with nb.global_compiler_lock:
         yield
 
 

@@ -14,12 +14,13 @@ from typing import Sequence
 
 import numpy as np
 
-from .ad.derived import api_cached, derived_hvp_rule
+from . import _numba as nb
 from .ad.guards import emit_guards, private_copies
 from .ad.inline import inline_njit_calls
 from .api import (ArgumentError, _check_njit, _def_loc, _kind, checked_primals_and_tangents,
                   compile_lock, refuse_aliased_writes, value_key)
 from .api_reverse import reverse_rule
+from .driver import PASS_CONTEXT, api_cached, derived_hvp_rule
 from .errors import UnsupportedError
 from .ir import Builder
 from .ir.types import ArrayType, FloatType, from_numba
@@ -99,7 +100,8 @@ def _hessian_ir(f, argtypes: tuple, argnum: int, names: list):
     b.function.return_type = result.type
     b.ret(result)
     # one compiled function: the driver and the rule inlined (see api_reverse.inline_rule)
-    return inline_njit_calls(b.function, keep=lambda callee: callee not in (driver, rule))
+    return inline_njit_calls(b.function, keep=lambda callee: callee not in (driver, rule),
+                             context=PASS_CONTEXT)
 
 
 def _unit_cotangent(f, argtypes: tuple, api: str):
@@ -121,7 +123,6 @@ def _doubled_shape(ndim: int) -> str:
 def _driver(rule, nargs: int, argnum: int, width: int, one, seed, ndim: int = 0):
     """An njit function `driver(*args)` filling the Hessian `width` columns per call of the
     forward-over-reverse `rule` (generated per signature: numba needs the arity spelled out)."""
-    import numba
     args = ", ".join(f"a{i}" for i in range(nargs))
     if seed is not None:  # a float argument: one direction, the Hessian is a float
         body = (f"    res = rule({args}, ONE, SEED)\n"
@@ -144,4 +145,4 @@ def _driver(rule, nargs: int, argnum: int, width: int, one, seed, ndim: int = 0)
     source = f"def hessian_driver({args}):\n{body}"
     namespace = {"np": np, "rule": rule, "ONE": one, "SEED": seed}
     exec(compile(source, "<moonlite hessian driver>", "exec"), namespace)
-    return numba.njit(namespace["hessian_driver"])
+    return nb.njit(namespace["hessian_driver"])

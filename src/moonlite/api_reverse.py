@@ -16,13 +16,13 @@ import numbers
 
 import numpy as np
 
-from .ad.derived import api_cached, derived_reverse_rule, derived_reverse_split
 from .ad.guards import check_aliasing, deferred_interrupts, emit_guards, private_copies
 from .ad.inline import inline_njit_calls
-from .ad.reverse_types import is_float_array
+from .ad.reverse.types import is_float_array
 from .ad.tangents import mentions_complex
 from .api import (ArgumentError, _check_argnum, _check_arguments, _check_njit,
                   _def_loc, compile_lock, copy_arguments as _copy)
+from .driver import PASS_CONTEXT, api_cached, derived_reverse_rule, derived_reverse_split
 from .errors import UnsupportedError
 from .ir import Builder
 from .ir.types import FloatType, from_numba, is_differentiable
@@ -136,7 +136,7 @@ def inline_rule(fn, rule):
     function, not a call between two. numba leaks a reference to an array argument when a
     callee raises (numba issues #1549, #10783), so a wrapper around a kernel that raises leaked
     one per call; and the rule itself is never compiled on its own."""
-    return inline_njit_calls(fn, keep=lambda callee: callee is not rule)
+    return inline_njit_calls(fn, keep=lambda callee: callee is not rule, context=PASS_CONTEXT)
 
 
 def _active(types: list, nums: tuple):

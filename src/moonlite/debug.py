@@ -15,7 +15,8 @@ environment variable `MOONLITE_DEBUG=1` (read at import). In debug mode:
   values, to 1e-8 relative): a rule computing something else raises `ValueError`.
 
 Derived rules are cached per mode: switching clears the cache, so every rule is rebuilt with (or
-without) the checks.
+without) the checks. (The driver, which holds that cache, sits above this module: it registers
+its `clear_cache` with `on_mode_change`.)
 """
 
 from __future__ import annotations
@@ -24,22 +25,30 @@ import contextlib
 import linecache
 import os
 
-import numba
 import numpy as np
 
+from . import _numba as nb
 from .errors import VerificationError
 from .ir import verify
+from .ir.printer import Namer, format_op
+from .ir.types import ArrayType, FloatType, none
 
 _enabled = os.environ.get("MOONLITE_DEBUG", "").strip() not in ("", "0")
 _checkers: dict = {}
+_on_mode_change: list = []  # callbacks: the driver's clear_cache
+
+
+def on_mode_change(callback) -> None:
+    """Call `callback()` whenever debug mode is switched on or off."""
+    _on_mode_change.append(callback)
 
 
 def set_debug(on: bool = True) -> None:
     global _enabled
     if bool(on) != _enabled:
         _enabled = bool(on)
-        from .ad.derived import clear_cache
-        clear_cache()
+        for callback in _on_mode_change:
+            callback()
 
 
 def debug_enabled() -> bool:
@@ -57,7 +66,7 @@ def debug_mode(on: bool = True):
 
 
 def verified(fn, after: str):
-    """Run the verifier on `fn` (the result of the pass `after`): always where derived.py asks
+    """Run the verifier on `fn` (the result of the pass `after`): always where driver.py asks
     for it, and in debug mode after every pass; a failure says which pass broke the IR."""
     try:
         return verify(fn)
@@ -72,7 +81,6 @@ def verified_in_debug(fn, after: str):
 def emit_shape_check(b, primal, tangent, op, what: str, always: bool = False) -> None:
     """In debug mode (or `always`), emit a run-time check that the array `tangent` has
     `primal`'s shape."""
-    from .ir.types import ArrayType, none
     if not (_enabled or always) or not isinstance(getattr(tangent, "type", None), ArrayType) \
             or not isinstance(primal.type, ArrayType):
         return
@@ -81,7 +89,6 @@ def emit_shape_check(b, primal, tangent, op, what: str, always: bool = False) ->
 
 def ir_around(op, radius: int = 3) -> str:
     """The ops of `op`'s block within `radius` of it, `op` marked, as the printer shows them."""
-    from .ir.printer import Namer, format_op
     block = op.block
     if block is None:
         return format_op(op)
@@ -110,14 +117,13 @@ def _checker(message: str):
             if primal.shape != tangent.shape:
                 raise ValueError(message)
             return None
-        checker = _checkers[message] = numba.njit(check)
+        checker = _checkers[message] = nb.njit(check)
     return checker
 
 
 def emit_output_check(b, function, args, got, op, rule_name: str) -> None:
     """In debug mode, emit a run-time comparison of `got` (a custom rule's primal output) with
     `function(*args)`."""
-    from .ir.types import ArrayType, FloatType, none
     if not _enabled or not isinstance(got.type, (ArrayType, FloatType)):
         return
     expected = b.call(function, list(args), type=got.type)
@@ -136,5 +142,5 @@ def _output_checker(message: str):
             if a.shape != e.shape or not np.allclose(a, e, 1e-8, 1e-300, True):
                 raise ValueError(message)
             return None
-        checker = _checkers[key] = numba.njit(check)
+        checker = _checkers[key] = nb.njit(check)
     return checker

@@ -4,7 +4,7 @@ import numba
 import numpy as np
 
 import moonlite
-from moonlite.ad.derived import derived_reverse_rule
+from moonlite.driver import derived_reverse_rule
 from moonlite.ad.forward import forward_transform
 from moonlite.ir import ops
 from moonlite.ir.verifier import verify

@@ -13,6 +13,7 @@ import pytest
 import moonlite
 from moonlite import rules
 from moonlite.ad import forward_transform
+from moonlite.driver import PASS_CONTEXT
 from moonlite.ir import Builder, ops, types
 from moonlite.rules.scalar import RULE_CASES
 from moonlite.testing import check_jvp
@@ -335,16 +336,22 @@ def test_complex_arithmetic_is_refused_clearly():
 
 
 def test_njit_callee_gets_a_derived_rule_and_a_custom_rule_wins():
-    fwd = forward_transform(moonlite.capture(calls_my_square, 1.5))
+    fwd = forward_transform(moonlite.capture(calls_my_square, 1.5), context=PASS_CONTEXT)
     assert any(isinstance(op, ops.Call) and op.callee.ir.name == "my_square_fwd"
                for op in fwd.ops())
     assert jvp_scalar(calls_my_square, (1.5,), (1.0,)) == (3.25, 3.0)
     # a deliberately wrong custom rule, to see that it is the one used
     rules.defjvp(my_square, lambda b, x, dx: b.mul(rules.const_like(b, 10, x), dx))
     try:
-        fwd = forward_transform(moonlite.capture(calls_my_square, 1.5))
+        fwd = forward_transform(moonlite.capture(calls_my_square, 1.5), context=PASS_CONTEXT)
         assert not any(isinstance(op, ops.Call) and hasattr(op.callee, "ir")
                        for op in fwd.ops())
         assert moonlite.lower(fwd)(1.5, 1.0) == (3.25, 10.0)
     finally:
-        del rules.JVP_RULES[my_square]
+        rules.unregister(my_square, "jvp")
+
+
+def test_a_callee_met_without_a_pass_context_is_a_clear_error():
+    # the passes get callees' rules from the driver (ad/context.py): never by importing it
+    with pytest.raises(moonlite.MoonliteError, match="my_square.*no PassContext"):
+        forward_transform(moonlite.capture(calls_my_square, 1.5))

@@ -60,3 +60,31 @@ def test_no_pass_dispatches_through_a_default():
     for module in (forward, reverse):
         source = inspect.getsource(module)
         assert "HANDLERS.get(" not in source, f"{module.__name__} has a default handler"
+
+
+def test_every_op_class_declares_its_traits():
+    # an op class inheriting `Op.TRAITS` (WRITES, the conservative default) by accident would
+    # only cost speed; declaring it makes the choice visible (ir/traits.py)
+    undeclared = [cls.__name__ for cls in _concrete_op_classes()
+                  if not any("TRAITS" in vars(base) for base in cls.__mro__
+                             if base is not Op and issubclass(base, Op))]
+    assert not undeclared, f"op classes without TRAITS: {sorted(undeclared)}"
+
+
+def test_the_traits_of_ops_answer_the_analyses():
+    from moonlite.ir import Builder
+    from moonlite.ir.traits import Trait
+    from moonlite.ir.types import ArrayType, float64
+    import numpy as np
+    vec = ArrayType(float64, 1, "C")
+    b = Builder.new_function("f", [vec, float64], ["x", "s"], float64)
+    b.position_at_end(b.new_block())
+    x, s = b.function.args
+    assert b.add(s, s).op.traits() & Trait.PURE
+    assert not b.div(s, s).op.traits() & Trait.PURE  # raises ZeroDivisionError in the primal
+    assert b.call(np.sin, [x]).op.traits() & Trait.ELEMENTWISE
+    assert not b.call(np.sin, [x]).op.traits() & Trait.WRITES
+    assert b.call(np.transpose, [x]).op.traits() & Trait.AXES_VIEW
+    assert b.call(np.zeros_like, [x]).op.traits() & Trait.ALLOCATES
+    assert b.getattr(x, "T").op.traits() & Trait.AXES_VIEW
+    assert b.method_call("fill", x, [s]).op.traits() & Trait.WRITES

@@ -3,7 +3,7 @@
 import numba
 import numpy as np
 
-from moonlite.ad.derived import derived_reverse_rule
+from moonlite.driver import derived_reverse_rule
 from moonlite.ir import ops
 from moonlite.testing import check_vjp
 

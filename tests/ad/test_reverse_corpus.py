@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import moonlite
-from moonlite.ad.derived import derived_reverse_rule
+from moonlite.driver import derived_reverse_rule
 from moonlite.api import _kind, zero_tangent_like
 from moonlite.testing import STEP_SIZES, _copy, _random_tangent, _shift, inner
 from tests.corpus.kernels import CASES

@@ -16,25 +16,25 @@ arguments keep separate allocations.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from .. import _numba as nb
 from ..ir import ops
 from ..ir.core import Op
 from ..ir.types import ArrayType, FloatType, IntType, TupleType
 
 
-@numba.njit
+@nb.njit
 def stacked_zeros_like(a, rows):
     return np.zeros((rows,) + a.shape, a.dtype)
 
 
-@numba.njit
+@nb.njit
 def stacked_zeros_of_length(n, rows):
     return np.zeros((rows, n))
 
 
-@numba.njit
+@nb.njit
 def stacked_zeros_of_shape(shape, rows):
     return np.zeros((rows,) + shape)
 

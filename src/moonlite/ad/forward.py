@@ -17,7 +17,7 @@ Invariants of the rewrite:
 - array tangents are real arrays updated in place alongside their primals: a write `a[i] = v`
   is mirrored by `da[i] = dv`, a view `a[1:]` has the view `da[1:]` as tangent, and an array
   passed to a call carries its tangent array with it, so mutation needs no special bookkeeping;
-- a primitive op is differentiated by its rule in `moonlite.rules.JVP_RULES`; a call of an njit
+- a primitive op is differentiated by its rule in `moonlite.rules.registry`; a call of an njit
   function by the derived forward rule of that function (built recursively, cached per
   signature); a call of a moonlite-compiled function from the IR it keeps;
 - the input function is never modified.
@@ -39,9 +39,11 @@ from ..errors import UnsupportedError
 from ..ir import Builder, ops, reverse_post_order
 from ..ir.clone import clone_op
 from ..ir.core import Function, Op, Value
+from ..ir.traits import Trait
 from ..ir.types import ArrayType, FloatType, TupleType, none
 from ..rules import RuleNotApplicable, lookup_jvp
 from ..rules.custom import call_jvp, lookup_custom
+from .context import NO_CALLEES, PassContext
 from .dual_alloc import emit_stacked, stackable
 from .opinfo import (describe as _describe, keyword_values as _keyword_values,
                      positional as _positional, primitive as _primitive)
@@ -50,18 +52,16 @@ from .refusals import refusal
 from .tangents import (ZERO, coerce_tangent, is_differentiable, materialize, mentions_complex,
                        tangent_type)
 
-# Calls that write into an array argument: differentiating them needs a rule that does the
-# same to the tangent, never the default "result carries no tangent" shortcut.
-_MUTATING_METHODS = {"fill", "sort", "resize", "put", "itemset"}
 
-
-def forward_transform(fn: Function, width: int = 1, active=None) -> Function:
+def forward_transform(fn: Function, width: int = 1, active=None,
+                      context: PassContext = NO_CALLEES) -> Function:
     """The forward-mode function of `fn` for `width` tangent directions, with tangent arguments
     for the argument indices in `active` (default: every differentiable argument); `fn` is left
-    untouched."""
+    untouched. A call of an njit function calls the callee's forward rule, which `context`
+    provides (`moonlite.driver.PASS_CONTEXT` derives it)."""
     if width < 1:
         raise ValueError("width must be at least 1")
-    return _ForwardPass(fn, width, active).run()
+    return _ForwardPass(fn, width, active, context).run()
 
 
 def differentiable_args(fn: Function, active=None) -> list:
@@ -70,8 +70,10 @@ def differentiable_args(fn: Function, active=None) -> list:
 
 
 class _ForwardPass:
-    def __init__(self, fn: Function, width: int, active=None):
+    def __init__(self, fn: Function, width: int, active=None,
+                 context: PassContext = NO_CALLEES):
         self.fn = fn
+        self.context = context
         self.width = width
         self.active = active
         self.values: dict = {}    # value of fn -> value of the new function
@@ -209,7 +211,9 @@ class _ForwardPass:
             return self.on_njit_call(op)
         if stackable(op):
             return self.on_stackable_allocation(op)
-        mutates = isinstance(op, ops.MethodCall) and op.method in _MUTATING_METHODS
+        # a method writing into its receiver (a.fill(v), a.sort()) needs a rule doing the same
+        # to the tangent, never the "result carries no tangent" shortcut
+        mutates = isinstance(op, ops.MethodCall) and bool(op.traits() & Trait.WRITES)
         new = self.clone(op)
         result = op.result
         if not mutates and (result is None or not is_differentiable(result.type)):
@@ -331,7 +335,6 @@ class _ForwardPass:
         return tangent
 
     def on_njit_call(self, op: ops.Call) -> None:
-        from .derived import derived_forward_rule  # derived.py imports this module
         args = op.positional
         if op.kwnames:
             raise self.unsupported(op, f"a keyword-argument call of {_describe(op)}",
@@ -345,8 +348,8 @@ class _ForwardPass:
             if is_differentiable(op.result.type):
                 self.set_tangents(op.result, self.fresh_or_zero(op.result))
             return new
-        rule = derived_forward_rule(op.callee, tuple(a.type.to_numba() for a in args),
-                                    self.width, frozenset(active))
+        rule = self.context.forward_rule(op.callee, tuple(a.type.to_numba() for a in args),
+                                         self.width, frozenset(active))
         call_args = [self.values[a] for a in args]
         for j in range(self.width):
             call_args += [self.real_tangent(args[i], j) for i in active]

@@ -25,9 +25,9 @@ import contextlib
 import signal
 import threading
 
-import numba
 import numpy as np
 
+from .. import _numba as nb
 from ..errors import ArgumentError
 from ..ir.core import Function
 from ..ir.types import ArrayType
@@ -40,7 +40,7 @@ def written_arguments(fn: Function) -> frozenset:
                      if isinstance(a.type, ArrayType) and not never_written(fn, a))
 
 
-@numba.njit
+@nb.njit
 def may_share_memory(a, b):
     """True if the memory spans of arrays a and b overlap (numpy's may_share_memory: a bounds
     test, so interleaved views of one buffer count as sharing)."""
@@ -51,7 +51,7 @@ def may_share_memory(a, b):
     return lo_a < hi_b and lo_b < hi_a
 
 
-@numba.njit
+@nb.njit
 def _span(a):
     lo = a.ctypes.data
     hi = lo + a.itemsize

@@ -10,26 +10,29 @@ is refused with a clear error.
 from __future__ import annotations
 
 from .. import _numba as nb
-from ..capture import capture_types
 from ..errors import UnsupportedError
 from ..ir import Builder, ops, reverse_post_order
 from ..ir.cleanup import remove_dead_code
 from ..ir.clone import clone_op
 from ..ir.core import Block, Function
+from ..ir.traits import Trait
 from ..ir.types import ArrayType
 from ..rules.custom import lookup_custom
+from .context import NO_CALLEES, PassContext
 from .opinfo import is_math_call, writes_no_memory
 
 
-def inline_njit_calls(fn: Function, keep=lambda callee: False, _stack: tuple = ()) -> Function:
+def inline_njit_calls(fn: Function, keep=lambda callee: False,
+                      context: PassContext = NO_CALLEES, _stack: tuple = ()) -> Function:
     """A new function with every call of an njit function (except those `keep` accepts)
-    replaced by the callee's body, recursively; `fn` is left untouched."""
-    return _Inliner(fn, keep, _stack).run()
+    replaced by the callee's body (its IR from `context.callee_ir`), recursively; `fn` is left
+    untouched."""
+    return _Inliner(fn, keep, context, _stack).run()
 
 
 class _Inliner:
-    def __init__(self, fn: Function, keep, stack: tuple):
-        self.fn, self.keep, self.stack = fn, keep, stack
+    def __init__(self, fn: Function, keep, context: PassContext, stack: tuple):
+        self.fn, self.keep, self.context, self.stack = fn, keep, context, stack
         self.b = Builder.new_function(fn.name, fn.argtypes, [a.name for a in fn.args],
                                       fn.return_type, py_func=fn.py_func, loc=fn.loc,
                                       boundscheck=fn.boundscheck)
@@ -98,8 +101,8 @@ class _Inliner:
                 "recursive functions in reverse mode", function=self.fn.name,
                 argtypes=self.fn.argtypes, loc=call.loc,
                 hint="rewrite the recursion as a loop, or write a custom rule for the function")
-        callee = inline_njit_calls(capture_types(call.callee, argtypes), self.keep,
-                                   self.stack + (key,))
+        callee = inline_njit_calls(self.context.callee_ir(call.callee, argtypes), self.keep,
+                                   self.context, self.stack + (key,))
         self.b.function.boundscheck |= callee.boundscheck
         continuation = self.b.new_block("after_call")
         returns = self._copy_body(callee, [self.values[a] for a in call.operands], continuation)
@@ -143,6 +146,12 @@ class _Inliner:
 # operands and attributes) reuses its result; a scalar read of an array entry only until
 # something may have written memory.
 
+# Ops that write nothing but are not shared all the same: reads of locals and tapes (their
+# contents change), and calls other than `math` functions (numpy calls allocate). Fresh objects
+# (`Trait.ALLOCATES`: two tapes are two tapes) and writes never are.
+_NOT_SHARED = (ops.LoadLocal, ops.TapePeek, ops.Call, ops.MethodCall)
+
+
 def _value_key(op):
     if op.result is None or isinstance(op, (ops.Phi, ops.MatMul)):
         return None
@@ -153,8 +162,8 @@ def _value_key(op):
     pure_call = is_math_call(op)
     if isinstance(op, ops.GetItem) and isinstance(op.result.type, ArrayType):
         return None  # a view: keep each its own (shadows follow views)
-    if not (pure_call or isinstance(op, (ops.BinaryOp, ops.UnaryOp, ops.Cast, ops.GetAttr,
-                                         ops.TupleGetItem, ops.BuildSlice, ops.GetItem))):
+    if op.traits() & (Trait.WRITES | Trait.ALLOCATES) or (isinstance(op, _NOT_SHARED)
+                                                         and not pure_call):
         return None
     if isinstance(op.result.type, ArrayType):
         return None  # a new array: two of them are two objects

@@ -3,22 +3,21 @@
 An inactive argument (one no tangent is asked for) has a zero tangent. If the function may write
 into it, that zero must be a real array the writes can land in; if it never does, the symbolic
 `ZERO` is enough and no array is allocated. This analysis answers "never writes" conservatively:
-it follows every value an argument's array can flow into (views, phis, selects) and gives up
-(answers "may write") when one of them is written, escapes into a tuple, a return or a call of
-anything but a known numpy function, or is reached by an op it does not know.
+it follows every value an argument's array can flow into (ops with the `VIEW` trait: slices,
+phis, selects, reshapes) and gives up (answers "may write") when one of them is written (an op
+with the `WRITES` trait: a setitem, an njit call, a numpy call with `out=`, an op it does not
+know) or escapes into a tuple or a return.
 """
 
 from __future__ import annotations
 
 from ..ir import ops
 from ..ir.core import Function
+from ..ir.traits import Trait
 from ..ir.types import ArrayType
 
-# Ops whose array result may alias their array operand (a view), so writes to it count.
-_VIEW_OPS = (ops.GetItem, ops.GetAttr, ops.MethodCall, ops.Phi, ops.Select)
-# Ops that read an array without writing it or letting it escape.
-_READ_OPS = (ops.BinaryOp, ops.UnaryOp, ops.Cast, ops.Compare)
-_WRITING_METHODS = {"fill", "sort", "resize", "put", "itemset"}
+# Ops that let an array escape to where this analysis cannot follow it: a tuple, the caller.
+_ESCAPES = (ops.BuildTuple, ops.Return, ops.Raise)
 
 
 def never_written(fn: Function, arg) -> bool:
@@ -50,42 +49,19 @@ def _users(fn: Function) -> dict:
 
 
 def _use(op, position: int) -> str:
-    """'read' (harmless), 'view' (follow the result), or 'write' (may write or escape)."""
-    if isinstance(op, ops.SetItem):
+    """'read' (harmless), 'view' (follow the result), or 'write' (may write or escape), from
+    the op's traits (`ir/traits.py`: calls answer per callee, unknown ones `WRITES`)."""
+    if isinstance(op, (ops.SetItem, ops.InplaceBinary)):
         return "write" if position == 0 else "read"
-    if isinstance(op, ops.InplaceBinary):
-        return "write" if position == 0 else "read"
-    if isinstance(op, ops.MethodCall):
-        if op.method in _WRITING_METHODS:
-            return "write"
-        return "view" if _array_result(op) else "read"
-    if isinstance(op, ops.Call):
-        return "read" if _numpy_reader(op) else "write"
-    if isinstance(op, _VIEW_OPS):
-        return "view" if _array_result(op) else "read"
-    if isinstance(op, _READ_OPS) or isinstance(op, (ops.Branch, ops.TupleGetItem)):
-        return "read"
-    return "write"  # tuples, returns, raises, unknown ops: the array escapes
+    if isinstance(op, _ESCAPES):
+        return "write"
+    traits = op.traits()
+    if traits & Trait.WRITES:
+        return "write"
+    if traits & Trait.VIEW and _array_result(op):
+        return "view"
+    return "read"
 
 
 def _array_result(op) -> bool:
     return op.result is not None and isinstance(op.result.type, ArrayType)
-
-
-def _numpy_reader(op: ops.Call) -> bool:
-    """numpy functions and builtins read their array arguments (none of them writes, except
-    through `out=`, which moonlite does not support)."""
-    module = getattr(op.callee, "__module__", "") or ""
-    name = getattr(op.callee, "__name__", "")
-    if "out" in op.kwnames:
-        return False
-    if module.startswith("numpy") and not module.startswith("numpy.random"):
-        return not _array_result(op) or name not in _VIEW_FUNCTIONS
-    return op.callee in (len, min, max, abs, sum)
-
-
-# numpy functions whose result may be a view of their argument: a write to it writes the input.
-_VIEW_FUNCTIONS = {"reshape", "ravel", "transpose", "asarray", "ascontiguousarray", "squeeze",
-                   "expand_dims", "swapaxes", "moveaxis", "atleast_1d", "atleast_2d", "diagonal",
-                   "real", "imag"}
-

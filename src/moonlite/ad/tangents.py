@@ -23,6 +23,8 @@ from ..ir.builder import Builder
 from ..ir.core import Value
 from ..ir.types import (ArrayType, ComplexType, FloatType, IntType, OpaqueType, TupleType, Type,
                         none)
+# below the passes, so that rules build zero tangents too; re-exported here for the passes
+from ..rules.tangents import tangent_type, zero_tangent  # noqa: F401
 
 
 class _Zero:
@@ -33,20 +35,6 @@ class _Zero:
 
 
 ZERO = _Zero()
-
-
-def tangent_type(t: Type) -> Optional[Type]:
-    """The tangent type of `t`, or None if values of type `t` carry no tangent."""
-    if isinstance(t, FloatType):
-        return t
-    if isinstance(t, ArrayType) and isinstance(t.dtype, FloatType):
-        return ArrayType(t.dtype, t.ndim, t.layout, readonly=False)
-    if isinstance(t, TupleType):
-        elements = tuple(tangent_type(e) for e in t.elements)
-        if all(e is None for e in elements):
-            return None
-        return TupleType(tuple(none if e is None else e for e in elements))
-    return None
 
 
 def mentions_complex(t: Type) -> bool:
@@ -106,25 +94,6 @@ def materialize(b: Builder, primal: Value, tangent) -> Value:
     if tangent is not ZERO and tangent is not None:
         return tangent
     return zero_tangent(b, primal)
-
-
-def zero_tangent(b: Builder, primal: Value) -> Value:
-    """A fresh zero tangent for the value `primal` (emitted at `b`)."""
-    t = primal.type
-    ttype = tangent_type(t)
-    if ttype is None:
-        return b.const(None, none)
-    if isinstance(t, FloatType):
-        return b.const(0.0, t)
-    if isinstance(t, ArrayType):
-        return b.call(np.zeros_like, [primal], type=ttype)
-    items = []
-    for k, element_type in enumerate(t.elements):
-        if tangent_type(element_type) is None:
-            items.append(b.const(None, none))
-        else:
-            items.append(zero_tangent(b, b.tuple_getitem(primal, k)))
-    return b.build_tuple(items)
 
 
 def coerce_tangent(b: Builder, want: Type, value: Value) -> Optional[Value]:

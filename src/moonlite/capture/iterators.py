@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .. import _numba as nb
 from ..ir import ops
 from ..ir.builder import Builder
 from ..ir.core import Value
@@ -133,9 +134,4 @@ def _check_range_step_py(step):
     return None
 
 
-def _make_check():
-    import numba
-    return numba.njit(_check_range_step_py)
-
-
-check_range_step = _make_check()
+check_range_step = nb.njit(_check_range_step_py)

@@ -27,7 +27,6 @@ from typing import Optional
 import numpy as np
 
 from .. import _numba as nb
-from ..ir import ops
 from ..ir.builder import Builder
 from ..ir.core import Value
 from ..ir.types import ArrayType, FloatType, TupleType, int64, none

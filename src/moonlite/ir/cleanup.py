@@ -8,23 +8,18 @@ construction, before anyone else holds it.
 
 from __future__ import annotations
 
-from . import ops
 from .core import Function
-
-# Ops without side effects: removable when nothing reads their result. Division, modulo and
-# powers are left out: numba raises ZeroDivisionError from them, and removing a dead division
-# would remove the exception.
-PURE_OPS = (ops.Constant, ops.GlobalRef, ops.Undef, ops.Add, ops.Sub, ops.Mul, ops.Compare,
-            ops.BitAnd, ops.BitOr, ops.BitXor, ops.UnaryOp, ops.Cast, ops.Select, ops.GetAttr,
-            ops.TupleGetItem, ops.BuildTuple, ops.BuildSlice, ops.Phi)
+from .traits import Trait
 
 
 def remove_dead_code(fn: Function) -> Function:
-    """Drop pure ops whose results are unused, repeatedly (a dead op may feed another)."""
+    """Drop pure ops (`Trait.PURE`: no effect, never raising, so not divisions, which raise
+    ZeroDivisionError in the primal) whose results are unused, repeatedly (a dead op may feed
+    another)."""
     while True:
         used = {v for op in fn.ops() for v in op.operands}
         dead = [op for op in fn.ops()
-                if isinstance(op, PURE_OPS) and op.result is not None and op.result not in used]
+                if op.traits() & Trait.PURE and op.result is not None and op.result not in used]
         if not dead:
             return fn
         dead_ids = set(map(id, dead))

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Callable, ClassVar, Iterator, Optional, Sequence
 
 from ..errors import UNKNOWN_LOC, SourceLoc
+from .traits import Trait
 from .types import (ArrayType, BoolType, ComplexType, FloatType, IntType, SliceType, TupleType,
                     Type)
 
@@ -112,6 +114,9 @@ class Op:
     IS_TERMINATOR: ClassVar[bool] = False
     # How the printer names the op; defaults to the lower-cased class name.
     MNEMONIC: ClassVar[Optional[str]] = None
+    # What the op does besides computing its result (`traits.py`); an op class that declares
+    # nothing is taken to write memory.
+    TRAITS: ClassVar[Trait] = Trait.WRITES
 
     def __init__(self, operands: Sequence[Value], result_type: Optional[Type] = None,
                  loc: SourceLoc = UNKNOWN_LOC, hint: Optional[str] = None):
@@ -129,6 +134,11 @@ class Op:
             if result_type is None:
                 raise TypeError(f"{type(self).__name__} needs a result type")
             self.result = OpResult(result_type, self, hint)
+
+    def traits(self) -> Trait:
+        """What this op does besides computing its result (the class's `TRAITS`; calls answer
+        per callee)."""
+        return self.TRAITS
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -157,8 +167,7 @@ class Op:
         return ()
 
     def __repr__(self) -> str:
-        from .printer import format_op
-        return f"<{format_op(self)}>"
+        return f"<{_installed.format_op(self)}>"
 
 
 class Terminator(Op):
@@ -197,8 +206,8 @@ class Block:
 
     @property
     def phis(self) -> list:
-        from .ops import Phi
-        return list(itertools.takewhile(lambda op: isinstance(op, Phi), self.ops))
+        phi = _installed.phi_class
+        return list(itertools.takewhile(lambda op: isinstance(op, phi), self.ops))
 
     def successors(self) -> tuple:
         term = self.terminator
@@ -249,8 +258,25 @@ class Function:
         return tuple(a.type for a in self.args)
 
     def __str__(self) -> str:
-        from .printer import format_function
-        return format_function(self)
+        return _installed.format_function(self)
 
     def __repr__(self) -> str:
         return str(self)
+
+
+# --- what core uses of the modules built on it ------------------------------------------------
+# ops.py (the op classes, Phi among them) and printer.py import this module, so this module does
+# not import them back: `ir/__init__` installs what it needs of them once they are loaded, and
+# imports inside ir/ run one way (core below ops below printer).
+
+_installed = SimpleNamespace(
+    phi_class=None,  # `isinstance(op, None)` fails loudly if it was never installed
+    format_op=lambda op: type(op).__name__,
+    format_function=lambda fn: f"func {fn.name}")
+
+
+def install(phi_class: type, format_op: Callable, format_function: Callable) -> None:
+    """Give core the op class Phi (for `Block.phis`) and the printer (for `repr` and `str`)."""
+    _installed.phi_class = phi_class
+    _installed.format_op = format_op
+    _installed.format_function = format_function

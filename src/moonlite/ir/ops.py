@@ -14,6 +14,7 @@ from typing import ClassVar, Optional, Sequence
 from ..errors import UNKNOWN_LOC, SourceLoc
 from .core import (ANY, ARRAY, BOOL, INDEX, NUMERIC, SLICE_PART, TUPLE, Block, Op, OperandDef,
                    Terminator, Value)
+from .traits import ALLOCATES, AXES_VIEW, ELEMENTWISE, PURE, VIEW, WRITES, Trait, call_traits
 from .types import ArrayType, BoolType, TapeType, TupleType, Type
 
 
@@ -36,6 +37,8 @@ def short_name(obj) -> str:
 class Constant(Op):
     """A compile-time constant: a number, bool, None, string or (read-only) numpy array."""
 
+    TRAITS = PURE
+
     OPERANDS = ()
     MNEMONIC = "const"
 
@@ -52,6 +55,8 @@ class Constant(Op):
 class GlobalRef(Op):
     """A Python object used as a value (a dtype class passed as `dtype=`, a function value)."""
 
+    TRAITS = PURE
+
     OPERANDS = ()
     MNEMONIC = "global"
 
@@ -66,6 +71,8 @@ class GlobalRef(Op):
 class Undef(Op):
     """A value on a path where the source never assigned it (read there would be a bug)."""
 
+    TRAITS = PURE
+
     OPERANDS = ()
 
 
@@ -79,6 +86,8 @@ class BinaryOp(Op):
     gives numpy's answer (inf, nan). The importer marks the primal's own divisions checked when
     the primal was compiled with the "python" error model; everything AD passes add is
     unchecked, so a derivative never raises where the primal does not."""
+
+    TRAITS = ELEMENTWISE
 
     OPERANDS = (OperandDef("lhs", NUMERIC), OperandDef("rhs", NUMERIC))
     RESULT = NUMERIC
@@ -103,14 +112,17 @@ class BinaryOp(Op):
 
 
 class Add(BinaryOp):
+    TRAITS = PURE | ELEMENTWISE
     PYFUNC, SYMBOL = operator.add, "+"
 
 
 class Sub(BinaryOp):
+    TRAITS = PURE | ELEMENTWISE
     PYFUNC, SYMBOL = operator.sub, "-"
 
 
 class Mul(BinaryOp):
+    TRAITS = PURE | ELEMENTWISE
     PYFUNC, SYMBOL = operator.mul, "*"
 
 
@@ -135,18 +147,22 @@ class Pow(BinaryOp):
 
 
 class MatMul(BinaryOp):
+    TRAITS = Trait.NONE
     PYFUNC, SYMBOL = operator.matmul, "@"
 
 
 class BitAnd(BinaryOp):
+    TRAITS = PURE | ELEMENTWISE
     PYFUNC, SYMBOL = operator.and_, "&"
 
 
 class BitOr(BinaryOp):
+    TRAITS = PURE | ELEMENTWISE
     PYFUNC, SYMBOL = operator.or_, "|"
 
 
 class BitXor(BinaryOp):
+    TRAITS = PURE | ELEMENTWISE
     PYFUNC, SYMBOL = operator.xor, "^"
 
 
@@ -160,6 +176,8 @@ class RShift(BinaryOp):
 
 class Compare(BinaryOp):
     """A comparison: bool on scalars, a bool array on arrays."""
+
+    TRAITS = PURE | ELEMENTWISE
 
     def type_errors(self) -> list:
         t = self.result.type
@@ -199,6 +217,8 @@ BINARY_OP_BY_PYFUNC = {cls.PYFUNC: cls for cls in BINARY_OPS}
 class InplaceBinary(Op):
     """`target <op>= value` on an array: writes into `target`; the result is `target` itself."""
 
+    TRAITS = WRITES
+
     OPERANDS = (OperandDef("target", ARRAY), OperandDef("value", NUMERIC))
     RESULT = ARRAY
     MNEMONIC = "inplace"
@@ -220,6 +240,7 @@ class InplaceBinary(Op):
 
 
 class UnaryOp(Op):
+    TRAITS = PURE | ELEMENTWISE
     OPERANDS = (OperandDef("value", NUMERIC),)
     RESULT = NUMERIC
     PYFUNC: ClassVar = None
@@ -253,6 +274,8 @@ UNARY_OP_BY_SYMBOL = {cls.NUMBA_SYMBOL: cls for cls in UNARY_OPS}
 class Cast(Op):
     """Convert a scalar to another scalar type (numba's conversion rules: float->int truncates)."""
 
+    TRAITS = PURE | ELEMENTWISE
+
     OPERANDS = (OperandDef("value", NUMERIC),)
     RESULT = NUMERIC
 
@@ -267,6 +290,8 @@ class Cast(Op):
 
 class Select(Op):
     """`if_true if cond else if_false`, without control flow (both sides are already computed)."""
+
+    TRAITS = PURE | ELEMENTWISE | VIEW
 
     OPERANDS = (OperandDef("cond", BOOL), OperandDef("if_true"), OperandDef("if_false"))
 
@@ -285,6 +310,7 @@ class Call(Op):
     """A call of a Python object numba can call: a `math`/numpy function, an njit function, a
     builtin. `callee` is the object itself; trailing operands may be passed by keyword."""
 
+    TRAITS = WRITES  # before the rules are imported; `traits()` asks them per callee
     OPERANDS = (OperandDef("args", ANY, variadic=True),)
 
     def __init__(self, callee, args: Sequence[Value], type: Type, kwnames: Sequence[str] = (),
@@ -305,10 +331,14 @@ class Call(Op):
     def attributes(self) -> str:
         return short_name(self.callee)
 
+    def traits(self) -> Trait:
+        return call_traits(self)  # per callee, from its registration in moonlite.rules
+
 
 class MethodCall(Op):
     """`receiver.method(args)`: a method numba implements on arrays (`a.sum()`, `a.copy()`)."""
 
+    TRAITS = WRITES  # before the rules are imported; `traits()` asks them per callee
     OPERANDS = (OperandDef("receiver"), OperandDef("args", ANY, variadic=True))
 
     def __init__(self, method: str, receiver: Value, args: Sequence[Value], type: Type,
@@ -328,9 +358,14 @@ class MethodCall(Op):
     def attributes(self) -> str:
         return "." + self.method
 
+    def traits(self) -> Trait:
+        return call_traits(self)  # per method, from its registration in moonlite.rules
+
 
 class GetAttr(Op):
     """`value.name` for data attributes (`a.shape`, `a.size`, `a.T`, `a.ndim`)."""
+
+    TRAITS = PURE | VIEW
 
     OPERANDS = (OperandDef("value"),)
 
@@ -341,11 +376,16 @@ class GetAttr(Op):
     def attributes(self) -> str:
         return "." + self.name
 
+    def traits(self) -> Trait:
+        return self.TRAITS | AXES_VIEW if self.name == "T" else self.TRAITS
+
 
 # --- arrays, tuples, slices ------------------------------------------------------------------
 
 class GetItem(Op):
     """`value[index]` on an array (element or view) or a homogeneous tuple."""
+
+    TRAITS = VIEW
 
     OPERANDS = (OperandDef("value"), OperandDef("index", INDEX))
 
@@ -361,6 +401,8 @@ class GetItem(Op):
 class SetItem(Op):
     """`target[index] = value`: writes into the array `target`."""
 
+    TRAITS = WRITES
+
     OPERANDS = (OperandDef("target", ARRAY), OperandDef("index", INDEX), OperandDef("value"))
     RESULT = None
 
@@ -375,6 +417,8 @@ class SetItem(Op):
 
 class TupleGetItem(Op):
     """`t[k]` for a constant k: the k-th element of a (possibly heterogeneous) tuple."""
+
+    TRAITS = PURE
 
     OPERANDS = (OperandDef("tuple", TUPLE),)
 
@@ -400,6 +444,7 @@ class TupleGetItem(Op):
 
 
 class BuildTuple(Op):
+    TRAITS = PURE
     OPERANDS = (OperandDef("items", ANY, variadic=True),)
     RESULT = TUPLE
     MNEMONIC = "tuple"
@@ -417,6 +462,8 @@ class BuildTuple(Op):
 class BuildSlice(Op):
     """`start:stop:step`; absent parts are none-typed constants."""
 
+    TRAITS = PURE
+
     OPERANDS = (OperandDef("start", SLICE_PART), OperandDef("stop", SLICE_PART),
                 OperandDef("step", SLICE_PART))
     MNEMONIC = "slice"
@@ -429,6 +476,8 @@ class BuildSlice(Op):
 
 class Phi(Op):
     """Chooses the value that arrives from the predecessor control came from."""
+
+    TRAITS = PURE | VIEW
 
     OPERANDS = (OperandDef("incoming_values", ANY, variadic=True),)
 
@@ -457,6 +506,7 @@ class Phi(Op):
 
 
 class Jump(Terminator):
+    TRAITS = Trait.NONE
     def __init__(self, target: Block, loc=UNKNOWN_LOC):
         super().__init__((), None, loc)
         self.target = target
@@ -466,6 +516,7 @@ class Jump(Terminator):
 
 
 class Branch(Terminator):
+    TRAITS = Trait.NONE
     OPERANDS = (OperandDef("cond", BOOL),)
     MNEMONIC = "br"
 
@@ -479,6 +530,7 @@ class Branch(Terminator):
 
 
 class Return(Terminator):
+    TRAITS = Trait.NONE
     OPERANDS = (OperandDef("value"),)
     MNEMONIC = "ret"
 
@@ -495,6 +547,8 @@ class Return(Terminator):
 
 class Raise(Terminator):
     """Raise `exc_class(*args)`: lowers to the same exception numba would raise."""
+
+    TRAITS = Trait.NONE
 
     OPERANDS = (OperandDef("args", ANY, variadic=True),)
 
@@ -532,6 +586,7 @@ class LocalVar:
 
 
 class LoadLocal(Op):
+    TRAITS = Trait.NONE
     OPERANDS = ()
     MNEMONIC = "load"
 
@@ -544,6 +599,7 @@ class LoadLocal(Op):
 
 
 class StoreLocal(Op):
+    TRAITS = WRITES
     OPERANDS = (OperandDef("value"),)
     RESULT = None
     MNEMONIC = "store"
@@ -573,6 +629,8 @@ def _any_layout_accepts(var_type, value_type) -> bool:
 class TapeNew(Op):
     """An empty tape (a stack) of `element_type` values: numba's built-in list."""
 
+    TRAITS = ALLOCATES  # a fresh tape: two of them are never one
+
     OPERANDS = ()
     MNEMONIC = "tape.new"
 
@@ -585,6 +643,7 @@ class TapeNew(Op):
 
 
 class TapePush(Op):
+    TRAITS = WRITES
     OPERANDS = (OperandDef("tape"), OperandDef("value"))
     RESULT = None
     MNEMONIC = "tape.push"
@@ -600,6 +659,7 @@ class TapePush(Op):
 
 
 class TapePop(Op):
+    TRAITS = WRITES
     OPERANDS = (OperandDef("tape"),)
     MNEMONIC = "tape.pop"
 
@@ -610,6 +670,8 @@ class TapePop(Op):
 class TapePeek(Op):
     """The value on top of a tape, left there (the pullback reads a kept value as often as it
     needs, and pops it once, where its definition is reversed)."""
+
+    TRAITS = Trait.NONE
 
     OPERANDS = (OperandDef("tape"),)
     MNEMONIC = "tape.top"

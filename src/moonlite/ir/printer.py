@@ -11,7 +11,8 @@
 
 Names exist only here: a value is printed under its hint (the source variable it came from) when
 that is unambiguous, with a suffix otherwise, and under a number when it has no hint. Every IR
-error message is built from this printer, so errors always show IR.
+error message is built from this printer, so errors always show IR; `parser.py` reads the text
+back.
 """
 
 from __future__ import annotations
@@ -109,7 +110,9 @@ def format_op(op: Op, names: Optional[Namer] = None, indent: str = "") -> str:
 
 def _header(fn: Function, names: Namer) -> str:
     args = ", ".join(f"{names.value(a)}: {a.type}" for a in fn.args)
-    return _with_comment(f"func {fn.name}({args}) -> {fn.return_type} {{",
+    # shown only when set, so that the text keeps everything lowering needs (parser.py)
+    flags = " boundscheck" if fn.boundscheck else ""
+    return _with_comment(f"func {fn.name}({args}) -> {fn.return_type}{flags} {{",
                          str(fn.loc) if fn.loc.line else "")
 
 

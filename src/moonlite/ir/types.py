@@ -168,11 +168,24 @@ class OpaqueType(Type):
 
     numba_type: object
 
+    def __post_init__(self):
+        # remembered under its printed form: the IR parser reads `opaque<...>` back through it
+        _OPAQUE_BY_TEXT.setdefault(str(self.numba_type), self.numba_type)
+
     def to_numba(self):
         return self.numba_type
 
     def __str__(self) -> str:
         return f"opaque<{self.numba_type}>"
+
+
+_OPAQUE_BY_TEXT: dict = {}
+
+
+def seen_opaque_type(text: str):
+    """The numba type of an OpaqueType made in this process that prints as `opaque<text>`, or
+    None (numba's types have no parser of their own)."""
+    return _OPAQUE_BY_TEXT.get(text)
 
 
 float64 = FloatType(64)

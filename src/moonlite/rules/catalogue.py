@@ -6,7 +6,7 @@ function numba can call is classified (a function numba adds in a new version fa
 until someone decides what it is) and that each class has its handlers in every mode:
 
 - `DIFFERENTIATED`: a forward rule and a reverse path (the rule's partials, its unit-tangent
-  derivative for an elementwise function, or a structural adjoint in `ad/reverse_arrays.py`);
+  derivative for an elementwise function, or an adjoint registered with the primitive in `rules/`);
 - `ZERO_DERIVATIVE`: piecewise constant with float results (`np.floor`, `np.sign`): a rule
   giving a zero tangent, and nothing flowing back;
 - `NO_DERIVATIVE`: results that carry no derivative (bools, integers, indices, shapes, dtypes):
@@ -63,7 +63,7 @@ EFFECT_FREE = frozenset([np.random.seed, random.seed])
 def classify(fn) -> str:
     """'differentiated', 'zero', 'none', 'allocation', 'constant', 'capture', 'effect-free' or
     'refused' (see the module docstring)."""
-    from . import lookup_jvp
+    from .define import lookup_jvp
     from .custom import lookup_custom
     custom = lookup_custom(fn)
     if custom is not None and custom.nondifferentiable:

@@ -30,7 +30,9 @@ from typing import Optional
 
 from .. import _numba as nb
 from ..errors import MoonliteError
-from . import JVP_RULES, RuleNotApplicable
+from .define import RuleNotApplicable
+from .registry import register
+from .tangents import zero_tangent
 
 
 @dataclass
@@ -65,7 +67,7 @@ def custom_jvp(f, jvp=None):
         return lambda rule: custom_jvp(f, rule) and rule
     rule = _rule_for(f)
     rule.jvp = _njit(jvp, "the JVP rule")
-    JVP_RULES[f] = _jvp_as_ir_rule(rule)
+    register(f, jvp=_jvp_as_ir_rule(rule), replace=True)  # the user's latest rule wins
     _rules_changed()
     return f
 
@@ -84,7 +86,7 @@ def nondifferentiable(f):
     """Declare `f` to have a zero derivative; usable as a decorator above `@numba.njit`."""
     rule = _rule_for(f)
     rule.nondifferentiable = True
-    JVP_RULES[f] = lambda b, primals, tangents, kwargs: None
+    register(f, jvp=lambda b, primals, tangents, kwargs: None, replace=True)
     _rules_changed()
     return f
 
@@ -112,8 +114,7 @@ def _njit(fn, what: str):
         return fn
     if not callable(fn):
         raise MoonliteError(f"{what} must be a function, got {fn!r}")
-    import numba
-    return numba.njit(fn)
+    return nb.njit(fn)
 
 
 def _jvp_as_ir_rule(rule: CustomRule):
@@ -123,7 +124,6 @@ def _jvp_as_ir_rule(rule: CustomRule):
     def ir_rule(b, primals, tangents, kwargs):
         if kwargs:
             raise RuleNotApplicable("a call with keyword arguments: pass them by position")
-        from ..ad.tangents import zero_tangent
         pair = call_jvp(b, rule, primals, [t if t is not None else zero_tangent(b, x)
                                             for x, t in zip(primals, tangents)])
         return b.tuple_getitem(pair, 1)
@@ -160,9 +160,15 @@ def function_name(f) -> str:
     return f"np.{name}" if module.startswith("numpy") and not name.startswith("np.") else name
 
 
+_on_rules_changed: list = []  # callbacks: the driver's clear_cache
+
+
+def on_rules_changed(callback) -> None:
+    """Call `callback()` whenever a user registers a rule: rules derived before may have
+    derived through the function (the driver, above this module, forgets them)."""
+    _on_rules_changed.append(callback)
+
+
 def _rules_changed() -> None:
-    """Rules derived before this registration may have derived through the function."""
-    import sys
-    derived = sys.modules.get("moonlite.ad.derived")  # not loaded yet: nothing derived yet
-    if derived is not None:
-        derived.clear_cache()
+    for callback in _on_rules_changed:
+        callback()

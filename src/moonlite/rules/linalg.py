@@ -13,26 +13,26 @@ perturbations this is the usual derivative.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from .. import _numba as nb
 from .custom import custom_jvp, custom_vjp
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def _columns(x):
     """`x` as a C-contiguous matrix: a vector becomes one column."""
     return np.ascontiguousarray(x).reshape((x.shape[0], -1))
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def _as_shape_of(g, x):
     return np.ascontiguousarray(g).reshape(x.shape)
 
 
 # --- solve ---------------------------------------------------------------------------------
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def solve_jvp(primals, tangents):
     a, b = primals
     da, db = tangents
@@ -40,13 +40,13 @@ def solve_jvp(primals, tangents):
     return x, np.linalg.solve(a, db - _as_shape_of(np.ascontiguousarray(da) @ _columns(x), x))
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def solve_fwd(a, b):
     x = np.linalg.solve(a, b)
     return x, (a, x)
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def solve_bwd(residuals, g):
     a, x = residuals
     gb = np.linalg.solve(np.ascontiguousarray(a.T), g)
@@ -56,19 +56,19 @@ def solve_bwd(residuals, g):
 
 # --- inv -----------------------------------------------------------------------------------
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def inv_jvp(primals, tangents):
     y = np.linalg.inv(primals[0])
     return y, -(y @ np.ascontiguousarray(tangents[0]) @ y)
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def inv_fwd(a):
     y = np.linalg.inv(a)
     return y, y
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def inv_bwd(y, g):
     yt = np.ascontiguousarray(y.T)
     return (-(yt @ np.ascontiguousarray(g) @ yt),)
@@ -76,58 +76,58 @@ def inv_bwd(y, g):
 
 # --- det, slogdet --------------------------------------------------------------------------
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def det_jvp(primals, tangents):
     a, da = primals[0], tangents[0]
     d = np.linalg.det(a)
     return d, d * np.trace(np.linalg.solve(a, np.ascontiguousarray(da)))
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def det_fwd(a):
     d = np.linalg.det(a)
     return d, (a, d)
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def det_bwd(residuals, g):
     a, d = residuals
     return (g * d * np.ascontiguousarray(np.linalg.inv(a).T),)
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def slogdet_jvp(primals, tangents):
     a, da = primals[0], tangents[0]
     sign, logdet = np.linalg.slogdet(a)
     return (sign, logdet), (0.0, np.trace(np.linalg.solve(a, np.ascontiguousarray(da))))
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def slogdet_fwd(a):
     return np.linalg.slogdet(a), a
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def slogdet_bwd(a, g):
     return (g[1] * np.ascontiguousarray(np.linalg.inv(a).T),)
 
 
 # --- cholesky ------------------------------------------------------------------------------
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def _symmetric_from_lower(d):
     """The symmetric matrix whose lower triangle is `d`'s (what a lower-triangle reader sees)."""
     low = np.tril(d)
     return low + np.tril(d, -1).T
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def _to_lower(g):
     """A cotangent of the symmetric matrix sent to the lower triangle it is built from."""
     return np.tril(g) + np.tril(g.T, -1)
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def _phi(x):
     """The lower triangle with the diagonal halved."""
     out = np.tril(x)
@@ -136,7 +136,7 @@ def _phi(x):
     return out
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def cholesky_jvp(primals, tangents):
     l = np.linalg.cholesky(primals[0])
     ds = _symmetric_from_lower(np.ascontiguousarray(tangents[0]))
@@ -144,13 +144,13 @@ def cholesky_jvp(primals, tangents):
     return l, l @ _phi(linv @ ds @ np.ascontiguousarray(linv.T))
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def cholesky_fwd(a):
     l = np.linalg.cholesky(a)
     return l, l
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def cholesky_bwd(l, g):
     linv = np.linalg.inv(l)
     lt_g = np.ascontiguousarray(l.T) @ np.ascontiguousarray(g)
@@ -160,7 +160,7 @@ def cholesky_bwd(l, g):
 
 # --- eigh ----------------------------------------------------------------------------------
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def _gap_inverses(w):
     """F[i, j] = 1 / (w[j] - w[i]) off the diagonal, 0 on it (distinct eigenvalues assumed)."""
     n = w.shape[0]
@@ -172,7 +172,7 @@ def _gap_inverses(w):
     return f
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def eigh_jvp(primals, tangents):
     w, v = np.linalg.eigh(primals[0])
     vc = np.ascontiguousarray(v)
@@ -180,13 +180,13 @@ def eigh_jvp(primals, tangents):
     return (w, v), (np.diag(m).copy(), vc @ (_gap_inverses(w) * m))
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def eigh_fwd(a):
     w, v = np.linalg.eigh(a)
     return (w, v), (w, np.ascontiguousarray(v))  # (numba's eigenvectors are Fortran-ordered)
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def eigh_bwd(residuals, g):
     w, v = residuals
     gw, gv = g
@@ -235,7 +235,7 @@ def _vector(n):
 
 
 def _case(name, fn, *draws, wrt=None, rtol=1e-6):
-    from .numpy_rules import NumpyRuleCase
+    from .cases import NumpyRuleCase
     wrt = tuple(range(len(draws))) if wrt is None else wrt
     return NumpyRuleCase(name, fn, lambda rng: tuple(d(rng) for d in draws), wrt, rtol)
 

@@ -17,16 +17,22 @@ differences.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Callable
 
-import numba
+from .. import _numba as nb
 import numpy as np
 
 from ..ir import ops
 from ..ir.types import ArrayType, NoneType, float64, int64
-from . import Attribute, Method, RuleNotApplicable, defjvp, defpartials, defrule, defzero
+from .define import (defjvp, defpartials, defrule, defzero, no_adjoint,
+               positional_only)
 from .custom import nondifferentiable
+from ..ir.traits import ELEMENTWISE
+from .registry import ANY_KEYWORD, register
+from .cases import (MAT as _MAT, NONZERO as _NONZERO, POS as _POS, ROW as _ROW, UNIT as _UNIT,
+                    VEC as _VEC, NumpyRuleCase, array_case as _array_case,
+                    away_from_integers as _away_from_integers, quotient_pair as _quotient_pair,
+                    scalar as _scalar, uniform as _uniform, with_zeros as _with_zeros)
 from .scalar import constant_natural_exponent
 from .strong_zeros import strong_product
 
@@ -168,7 +174,7 @@ def _first_argument_only(jvp: Callable) -> Callable:
     sign source, nextafter's direction, ldexp's integer exponent): `jvp(b, x, y, dx)`."""
 
     def rule(b, primals, tangents, kwargs):
-        _positional_only(kwargs, primals, 2)
+        positional_only(kwargs, primals, 2)
         x, y = primals
         return None if tangents[0] is None else jvp(b, x, y, tangents[0])
 
@@ -257,7 +263,7 @@ def _extremum_rule(keep_first: type) -> Callable:
     """np.maximum/np.minimum: the tangent of the side chosen; ties go to the first argument."""
 
     def rule(b, primals, tangents, kwargs):
-        _positional_only(kwargs, primals, 2)
+        positional_only(kwargs, primals, 2)
         (x, y), (dx, dy) = primals, tangents
         return _where(b, b.binary(keep_first, x, y), _or_zeros(b, dx, x), _or_zeros(b, dy, y))
 
@@ -273,7 +279,7 @@ def _nan_ignoring_extremum_rule(keep_first: type) -> Callable:
     is x (and where only x is NaN, y)."""
 
     def rule(b, primals, tangents, kwargs):
-        _positional_only(kwargs, primals, 2)
+        positional_only(kwargs, primals, 2)
         (x, y), (dx, dy) = primals, tangents
         first = b.binary(ops.BitOr, b.binary(keep_first, x, y), b.binary(ops.Ne, y, y))
         return _where(b, first, _or_zeros(b, dx, x), _or_zeros(b, dy, y))
@@ -286,7 +292,7 @@ defrule(np.fmin, _nan_ignoring_extremum_rule(ops.Le))
 
 
 def _where_rule(b, primals, tangents, kwargs):
-    _positional_only(kwargs, primals, 3)
+    positional_only(kwargs, primals, 3)
     cond, x, y = primals
     _, dx, dy = tangents
     # Always np.where, even on scalars: the primal is then a 0-d array, and so is its tangent.
@@ -298,7 +304,7 @@ defrule(np.where, _where_rule)
 
 def _clip_rule(b, primals, tangents, kwargs):
     # np.clip(x, lo, hi) == np.minimum(np.maximum(x, lo), hi); either bound may be None.
-    _positional_only(kwargs, primals, 3)
+    positional_only(kwargs, primals, 3)
     x, lo, hi = primals
     dx, dlo, dhi = tangents
     tangent, low = _or_zeros(b, dx, x), x
@@ -311,148 +317,17 @@ def _clip_rule(b, primals, tangents, kwargs):
 
 
 defrule(np.clip, _clip_rule)
+# numpy functions, not ufuncs, that are elementwise all the same
+for _fn in (np.where, np.clip, np.sinc):
+    register(_fn, traits=ELEMENTWISE)
 
 # np.floor/ceil/trunc: in scalar.py. Boolean results (np.isnan, np.signbit, comparisons) and
 # integer ones (np.argmax, np.argsort) carry no tangent and need no rule.
 for _flat in (np.sign, np.round, np.around, np.rint, np.floor_divide, np.spacing):
     defzero(_flat)
-
-# Allocations take only the shape (and dtype) of their argument: a fresh array whose tangent is
-# zero (the forward pass materialises a zero array for it, which later writes update).
-for _alloc in (np.empty_like, np.zeros_like, np.ones_like, np.empty, np.zeros, np.ones):
-    defzero(_alloc)
-
-
-def _full_rule(b, primals, tangents, kwargs):
-    """np.full(shape, v) / np.full_like(a, v): the tangent is filled with dv."""
-    if tangents[0] is not None and primals[0].type.is_scalar:
-        raise RuleNotApplicable("the shape argument carries no tangent")
-    dv = tangents[1] if len(tangents) > 1 else None
-    if dv is None:
-        return None
-    return b.call(np.full_like if _is_array(primals[0]) else np.full, [primals[0], dv], kwargs)
-
-
-defrule(np.full, _full_rule)
-defrule(np.full_like, _full_rule)
-
-
-# --- linear functions: the same call on the tangent ----------------------------------------------
-
-def _first_tangent(tangents):
-    """The tangent of a function linear in its first argument, whose others carry none."""
-    if any(t is not None for t in tangents[1:]):
-        raise RuleNotApplicable("only the first argument (the array) may carry a tangent")
-    return tangents[0]
-
-
-def linear_call(fn) -> Callable:
-    """Rule of a function linear in its first argument: `fn(dx, *other_args, **kwargs)`."""
-    return lambda b, primals, tangents, kwargs: b.call(
-        fn, [_first_tangent(tangents), *primals[1:]], kwargs)
-
-
-def linear_method(name: str) -> Callable:
-    """Rule of a method linear in its receiver: `dx.name(*args, **kwargs)`."""
-    return lambda b, primals, tangents, kwargs: b.method_call(
-        name, _first_tangent(tangents), list(primals[1:]), kwargs)
-
-
-def linear_attribute(name: str) -> Callable:
-    return lambda b, primals, tangents, kwargs: b.getattr(tangents[0], name)
-
-
-for _fn in (np.sum, np.mean, np.transpose, np.copy, np.ravel, np.reshape, np.cumsum, np.trace,
-            np.ascontiguousarray, np.diag, np.tril, np.triu, np.concatenate, np.stack, np.vstack,
-            np.hstack, np.expand_dims, np.swapaxes, np.moveaxis):
-    defrule(_fn, linear_call(_fn))
-for _name in ("sum", "mean", "copy", "ravel", "reshape", "transpose", "cumsum"):
-    defrule(Method(_name), linear_method(_name))
-defrule(Attribute("T"), linear_attribute("T"))
-
-
-# --- bilinear functions ----------------------------------------------------------------------
-
-defjvp(np.dot, lambda b, x, y, dx: _np(b, np.dot, dx, y), lambda b, x, y, dy: _np(b, np.dot, x, dy))
-defjvp(Method("dot"),
-       lambda b, x, y, dx: b.method_call("dot", dx, [y]),
-       lambda b, x, y, dy: b.method_call("dot", x, [dy]))
-defjvp(np.outer,
-       lambda b, x, y, dx: _np(b, np.outer, dx, y), lambda b, x, y, dy: _np(b, np.outer, x, dy))
-# numba implements `@` for 1-D and 2-D float arrays only.
-defjvp(ops.MatMul,
-       lambda b, x, y, dx: b.binary(ops.MatMul, dx, y),
-       lambda b, x, y, dy: b.binary(ops.MatMul, x, dy))
-
-
-# --- reductions that are not linear --------------------------------------------------------------
-
-@numba.njit(cache=False, error_model="numpy")
-def prod_tangent(x, dx):
-    """sum_i dx_i prod_{j != i} x_j, by suffix products and a running prefix product: no
-    division, so exact zeros in x are handled."""
-    xs, ds = np.ravel(x), np.ravel(dx)
-    n = xs.size
-    suffix = np.empty(n + 1)
-    suffix[n] = 1.0
-    for i in range(n - 1, -1, -1):
-        suffix[i] = suffix[i + 1] * xs[i]
-    prefix, total = 1.0, 0.0
-    for i in range(n):
-        total += ds[i] * prefix * suffix[i + 1]
-        prefix *= xs[i]
-    return total
-
-
-@numba.njit(cache=False, error_model="numpy")
-def argmax_tangent(x, dx):
-    """The tangent of x's (first) largest element, both read in C order."""
-    return np.ravel(dx)[np.argmax(x)]
-
-
-@numba.njit(cache=False, error_model="numpy")
-def argmin_tangent(x, dx):
-    return np.ravel(dx)[np.argmin(x)]
-
-
-def _whole_array(helper) -> Callable:
-    """Rule of a reduction over the whole array (no axis: numba supports none for these)."""
-
-    def rule(b, primals, tangents, kwargs):
-        _positional_only(kwargs, primals, 1)
-        if not _is_array(primals[0]):
-            raise RuleNotApplicable("the rule reduces arrays only")
-        return b.call(helper, [primals[0], tangents[0]])
-
-    return rule
-
-
-for _key, _helper in [(np.prod, prod_tangent), (Method("prod"), prod_tangent),
-                      (np.max, argmax_tangent), (np.amax, argmax_tangent),
-                      (Method("max"), argmax_tangent),
-                      (np.min, argmin_tangent), (np.amin, argmin_tangent),
-                      (Method("min"), argmin_tangent)]:
-    defrule(_key, _whole_array(_helper))
-
-
-def _norm_rule(b, primals, tangents, kwargs):
-    # The default norm (2-norm of a vector, Frobenius of a matrix): <x, dx> / |x|.
-    if len(primals) != 1 or kwargs:
-        raise RuleNotApplicable("only the default norm, np.linalg.norm(x), is differentiated")
-    x, dx = primals[0], tangents[0]
-    return b.div(_np(b, np.sum, b.mul(x, dx)), _np(b, np.linalg.norm, x))
-
-
-defrule(np.linalg.norm, _norm_rule)
-
-
-def _positional_only(kwargs, primals, arity: int) -> None:
-    if kwargs:
-        raise RuleNotApplicable(f"keyword arguments {sorted(kwargs)} are not supported by this "
-                                "rule")
-    if len(primals) != arity:
-        raise RuleNotApplicable(f"the rule expects {arity} argument(s), got {len(primals)}")
-
+# nothing flows back, whatever their keywords say (decimals=, dtype=)
+for _flat in (np.sign, np.round, np.around, np.rint):
+    register(_flat, adjoint=no_adjoint, keywords=ANY_KEYWORD)
 
 # --- random numbers: constants as far as derivatives go -------------------------------------
 
@@ -463,76 +338,18 @@ for _name in ("random", "rand", "randn", "normal", "uniform", "standard_normal",
     nondifferentiable(getattr(np.random, _name))
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def _seeded_normal(mean):
     np.random.seed(0)  # the same numbers at every evaluation, for finite differences
     return np.random.normal(mean, 1.0, (3, 4))
 
 
 # --- test cases --------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class NumpyRuleCase:
-    """A kernel exercising one primitive, example arguments inside its domain, and which of them
-    are differentiated (indices of float scalar/array arguments)."""
-
-    name: str
-    fn: Callable    # plain Python; tests compile it with numba.njit
-    args: Callable  # args(rng) -> tuple of arguments
-    wrt: tuple
-    rtol: float = 1e-6
-
-
-def _uniform(lo, hi, *shape, dtype=np.float64):
-    return lambda rng: rng.uniform(lo, hi, shape).astype(dtype)
-
-
-def _away_from_integers(*shape):
-    """Values whose distance to the nearest integer and half-integer exceeds 0.05."""
-    return lambda rng: (rng.integers(-3, 3, shape) + rng.uniform(0.05, 0.45, shape)
-                        + 0.5 * rng.integers(0, 2, shape))
-
-
-def _array_case(name, fn, *draws, rtol=1e-6):
-    """A case whose arguments are all drawn and all differentiated."""
-    return NumpyRuleCase(name, fn, lambda rng: tuple(d(rng) for d in draws),
-                         tuple(range(len(draws))), rtol)
-
-
-def _with_zeros(*positions):
-    def draw(rng):
-        x = rng.uniform(0.5, 1.5, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4))
-        for p in positions:
-            x.flat[p] = 0.0
-        return x
-    return draw
-
-
-def _quotient_pair(x_shape, y_shape=()):
-    """(x, y) with y of either sign, |y| in [0.5, 2], and x / y at least 0.05 away from every
-    integer and half-integer: inside one smooth piece of fmod, remainder and floor_divide."""
-    def draw(rng):
-        y = rng.uniform(0.5, 2.0, y_shape) * rng.choice([-1.0, 1.0], y_shape)
-        q = _away_from_integers(*np.broadcast_shapes(x_shape, y_shape))(rng)
-        x = q * y
-        return tuple(float(v) if np.ndim(v) == 0 else v for v in (x, y))
-    return draw
-
-
-_VEC = _uniform(-2.0, 2.0, 5)
-_MAT = _uniform(-2.0, 2.0, 3, 4)
-_POS = _uniform(0.3, 3.0, 3, 4)
-_UNIT = _uniform(-0.9, 0.9, 3, 4)
-_NONZERO = _with_zeros()  # |x| in [0.5, 1.5], either sign
-_ROW = _uniform(-2.0, 2.0, 4)  # broadcasts against _MAT
-
-
-def _scalar(lo, hi):
-    return lambda rng: float(rng.uniform(lo, hi))
-
+# (their kernels and draws: `cases.py`; the reductions, shapes and products keep theirs in their
+# own files)
 
 _E = _array_case
-NUMPY_RULE_CASES = [
+NUMPY_RULE_CASES = [  # elementwise functions, index arrays, masks, random numbers
     # elementwise, on arrays
     _E("sin", lambda x: np.sin(x), _MAT),
     _E("cos", lambda x: np.cos(x), _MAT),
@@ -612,7 +429,6 @@ NUMPY_RULE_CASES = [
     _E("fmin", lambda x, y: np.fmin(x, y), _MAT, _MAT),
     _E("fmax_scalar", lambda x: np.fmax(x, 0.25), _MAT),
     _E("fmin_broadcast", lambda x, y: np.fmin(x, y), _MAT, _ROW),
-    # log of a negative y is NaN, which fmax/fmin pass over (a NaN argument would defeat the
     # finite differences)
     NumpyRuleCase("fmax_nan_loses", lambda x, y: np.fmax(x, np.log(y)) + np.fmin(np.log(y), x),
                   lambda rng: (_MAT(rng), _NONZERO(rng)), (0,)),
@@ -686,35 +502,6 @@ NUMPY_RULE_CASES = [
     _E("scalar_sinc", lambda x: np.sinc(x), _scalar(-2.0, 2.0)),
     _E("scalar_sign_functions", lambda x: x * np.sign(x) + np.rint(x) * np.signbit(x),
        _scalar(-2.4, -2.1)),
-    # reductions
-    _E("sum", lambda x: np.sum(x), _MAT),
-    _E("sum_axis", lambda x: np.sum(x, axis=0), _MAT),
-    _E("sum_axis_positional", lambda x: np.sum(x, 1), _MAT),
-    _E("mean", lambda x: np.mean(x), _MAT),
-    _E("prod", lambda x: np.prod(x), _uniform(0.5, 1.5, 3, 4)),
-    NumpyRuleCase("prod_one_zero", lambda x: np.prod(x), lambda rng: (_with_zeros(5)(rng),),
-                  (0,)),
-    NumpyRuleCase("prod_two_zeros", lambda x: np.prod(x) + np.sum(x),
-                  lambda rng: (_with_zeros(2, 9)(rng),), (0,)),
-    _E("max", lambda x: np.max(x), _MAT),
-    _E("min", lambda x: np.min(x), _MAT),
-    _E("amax", lambda x: np.amax(x), _MAT),
-    _E("amin", lambda x: np.amin(x), _MAT),
-    _E("max_of_transpose", lambda x: np.max(x.T), _MAT),
-    _E("cumsum", lambda x: np.cumsum(x), _MAT),
-    _E("cumsum_axis", lambda x: np.cumsum(x, axis=1), _MAT),
-    _E("cumsum_axis_0_of_3d", lambda x: np.cumsum(x, axis=0), _uniform(-2.0, 2.0, 3, 2, 4)),
-    _E("cumsum_negative_axis", lambda x: np.cumsum(x, axis=-1), _MAT),
-    _E("trace", lambda x: np.trace(x), _uniform(-2.0, 2.0, 4, 4)),
-    # joins
-    _E("concatenate", lambda x, y: np.concatenate((x, y)) * 2.0, _VEC, _uniform(-2.0, 2.0, 3)),
-    _E("concatenate_axis_1", lambda x, y: np.concatenate((x, y), axis=1) ** 2, _MAT,
-       _uniform(-2.0, 2.0, 3, 2)),
-    _E("concatenate_three", lambda x, y: np.concatenate((x, y, x * y)), _VEC, _VEC),
-    _E("stack", lambda x, y: np.stack((x, y)) ** 2, _VEC, _VEC),
-    _E("stack_axis_1", lambda x, y: np.stack((x, y), axis=1) ** 2, _VEC, _VEC),
-    _E("vstack", lambda x, y: np.vstack((x, y)) ** 2, _VEC, _VEC),
-    _E("hstack_matrices", lambda x, y: np.hstack((x, y)) ** 2, _MAT, _MAT),
     # index arrays and masks copy; argsort, argmax and random numbers are constants
     _E("index_array_argsort", lambda x, w: x[np.argsort(x)] * w, _VEC, _VEC),
     NumpyRuleCase("index_array_repeats", lambda x, i: x[i] ** 2,
@@ -725,44 +512,6 @@ NUMPY_RULE_CASES = [
     _E("argsort_weights", lambda x: np.sum(x[np.argsort(x)] * np.arange(5.0)), _VEC),
     _E("argsort_twice_ranks", lambda x: x * np.argsort(np.argsort(x)), _VEC),
     _E("random_normal", lambda x: x * _seeded_normal(0.5), _MAT),
-    _E("diag_of_matrix", lambda x: np.diag(x), _MAT),
-    _E("diag_of_vector", lambda x: np.diag(x), _VEC),
-    _E("diag_offset", lambda x: np.diag(x, 1) * 2.0, _uniform(-2.0, 2.0, 4, 4)),
-    _E("tril", lambda x: np.tril(x), _MAT),
-    _E("tril_offset", lambda x: np.tril(x, -1), _uniform(-2.0, 2.0, 4, 4)),
-    _E("triu", lambda x: np.triu(x, 1), _MAT),
-    _E("norm_vector", lambda x: np.linalg.norm(x), _VEC),
-    _E("norm_matrix", lambda x: np.linalg.norm(x), _MAT),
-    # linear reshaping and copying
-    _E("transpose", lambda x: np.transpose(x), _MAT),
-    _E("transpose_axes", lambda x: np.transpose(x, (1, 0)), _MAT),
-    _E("copy", lambda x: np.copy(x), _MAT),
-    _E("ascontiguousarray", lambda x: np.ascontiguousarray(x.T) * 2.0, _MAT),
-    _E("ravel", lambda x: np.ravel(x), _MAT),
-    _E("reshape", lambda x: np.reshape(x, (4, 3)), _MAT),
-    # bilinear
-    _E("dot_vectors", lambda x, y: np.dot(x, y), _VEC, _VEC),
-    _E("dot_matrix_vector", lambda a, x: np.dot(a, x), _MAT, _uniform(-2.0, 2.0, 4)),
-    _E("dot_matrices", lambda a, c: np.dot(a, c), _MAT, _uniform(-2.0, 2.0, 4, 2)),
-    _E("outer", lambda x, y: np.outer(x, y), _VEC, _uniform(-2.0, 2.0, 3)),
-    _E("matmul", lambda a, c: a @ c, _MAT, _uniform(-2.0, 2.0, 4, 2)),
-    _E("matmul_vector", lambda a, x: a @ x, _MAT, _uniform(-2.0, 2.0, 4)),
-    _E("matmul_vectors", lambda x, y: x @ y, _VEC, _VEC),
-    # methods and attributes
-    _E("method_sum", lambda x: x.sum(), _MAT),
-    _E("method_sum_axis", lambda x: x.sum(axis=1), _MAT),
-    _E("method_mean", lambda x: x.mean(), _MAT),
-    _E("method_prod", lambda x: x.prod(), _uniform(0.5, 1.5, 3, 4)),
-    _E("method_max", lambda x: x.max(), _MAT),
-    _E("method_min", lambda x: x.min(), _MAT),
-    _E("method_copy", lambda x: x.copy(), _MAT),
-    _E("method_ravel", lambda x: x.ravel(), _MAT),
-    _E("method_reshape", lambda x: x.reshape(4, 3), _MAT),
-    _E("method_reshape_tuple", lambda x: x.reshape((2, 6)), _MAT),
-    _E("method_transpose", lambda x: x.transpose(), _MAT),
-    _E("method_dot", lambda a, c: a.dot(c), _MAT, _uniform(-2.0, 2.0, 4, 2)),
-    _E("method_cumsum", lambda x: x.cumsum(), _MAT),
-    _E("attribute_T", lambda x: x.T, _MAT),
     # a composite, so that the rules meet each other
     _E("composite", lambda x, w: np.sum(np.tanh(w @ x) ** 2) + np.max(np.abs(x)),
        _uniform(-2.0, 2.0, 4), _MAT),

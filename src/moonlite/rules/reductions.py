@@ -4,43 +4,43 @@ and the result for the pullback."""
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from .. import _numba as nb
 from .custom import custom_jvp, custom_vjp
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def var_jvp(primals, tangents):
     x, dx = primals[0], tangents[0]
     d = x - np.mean(x)
     return np.var(x), 2.0 * np.mean(d * dx)
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def var_fwd(x):
     return np.var(x), x
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def var_bwd(x, g):
     return (g * 2.0 * (x - np.mean(x)) / x.size,)
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def std_jvp(primals, tangents):
     x, dx = primals[0], tangents[0]
     out = np.std(x)
     return out, np.mean((x - np.mean(x)) * dx) / out
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def std_fwd(x):
     out = np.std(x)
     return out, (x, out)
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def std_bwd(residuals, g):
     x, out = residuals
     return (g * (x - np.mean(x)) / (x.size * out),)
@@ -57,7 +57,7 @@ def _matrix(rng):
 
 
 def _case(name, fn, draw=_matrix):
-    from .numpy_rules import NumpyRuleCase
+    from .cases import NumpyRuleCase
     return NumpyRuleCase(name, fn, lambda rng: (draw(rng),), (0,))
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..ir import ops
 from ..ir.types import float64
-from . import (JVP_RULES, RuleNotApplicable, const_like, defjvp, deflinear, defpartials, defrule,
+from .define import (RuleNotApplicable, const_like, defjvp, deflinear, defpartials, defrule,
                defzero, square, zero_like)
 from .special import digamma
 from .strong_zeros import strong_product
@@ -71,7 +71,7 @@ def constant_natural_exponent(primals) -> bool:
         and k >= 0
 
 
-defpartials(ops.Pow, _pow_dbase, _pow_dexponent, bounded=constant_natural_exponent)
+# ops.Pow (`x ** y`, scalars and arrays alike) is numpy_rules.py's
 defpartials(math.pow, _pow_dbase, _pow_dexponent, bounded=constant_natural_exponent)
 defpartials(pow, _pow_dbase, _pow_dexponent,  # the builtin, with two arguments
             bounded=constant_natural_exponent)
@@ -203,19 +203,6 @@ def _tangent_as(b, dx, type):
 
 defrule(min, _extremum_rule(ops.Lt))
 defrule(max, _extremum_rule(ops.Gt))
-
-# numpy's ufuncs on scalars are the math functions under other names.
-for _np_fn, _math_fn in [(np.sin, math.sin), (np.cos, math.cos), (np.tan, math.tan),
-                         (np.exp, math.exp), (np.expm1, math.expm1), (np.exp2, math.exp2),
-                         (np.log, math.log),
-                         (np.log1p, math.log1p), (np.log2, math.log2), (np.log10, math.log10),
-                         (np.sqrt, math.sqrt), (np.sinh, math.sinh), (np.cosh, math.cosh),
-                         (np.tanh, math.tanh), (np.arcsin, math.asin), (np.arccos, math.acos),
-                         (np.arctan, math.atan), (np.arctan2, math.atan2),
-                         (np.hypot, math.hypot), (np.fabs, math.fabs), (np.abs, abs),
-                         (np.power, math.pow)]:
-    defrule(_np_fn, JVP_RULES[_math_fn])
-
 
 # --- test cases --------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-import numba
+from .. import _numba as nb
 
 # Bernoulli-number coefficients of digamma's asymptotic series,
 #   psi(x) ~ log(x) - 1/(2x) - sum_k B_2k / (2k x^2k),
@@ -18,7 +18,7 @@ _ASYMPTOTIC = (1.0 / 12.0, -1.0 / 120.0, 1.0 / 252.0, -1.0 / 240.0, 1.0 / 132.0,
                -691.0 / 32760.0, 1.0 / 12.0, -3617.0 / 8160.0, 43867.0 / 14364.0)
 
 
-@numba.njit(cache=False, error_model="numpy")
+@nb.njit(cache=False, error_model="numpy")
 def digamma(x):
     """psi(x) = d/dx log|Gamma(x)|, for real x; nan at the poles (0, -1, -2, ...).
 

@@ -22,12 +22,11 @@ function is x, whose slope is 1.
 
 from __future__ import annotations
 
-import numba
+from .. import _numba as nb
+from .registry import register
 
-from . import defrule
 
-
-@numba.vectorize(cache=False)
+@nb.vectorize(cache=False)
 def strong_mul(linear, partial):
     """`linear * partial`, exactly zero where either factor is zero (even if the other is inf or
     nan)."""
@@ -70,4 +69,4 @@ def _strong_mul_rule(b, primals, tangents, kwargs):
     return terms[0] if len(terms) == 1 else b.add(terms[0], terms[1])
 
 
-defrule(strong_mul, _strong_mul_rule)
+register(strong_mul, jvp=_strong_mul_rule)

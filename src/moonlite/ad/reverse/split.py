@@ -18,12 +18,12 @@ Adjoint locals start from zero in the pullback.
 
 from __future__ import annotations
 
-from ..ir import Builder, ops
-from ..ir.core import Argument, Block, Function, Value
-from .._numba import types as nbt
-from ..ir.types import (ArrayType, BoolType, FloatType, IntType, OpaqueType, TapeType,
+from ...ir import Builder, ops
+from ...ir.core import Argument, Block, Function, Value
+from ..._numba import types as nbt
+from ...ir.types import (ArrayType, BoolType, FloatType, IntType, OpaqueType, TapeType,
                         TupleType)
-from .reverse_helpers import (tape_as_array, tape_as_typed_list, tape_from_array,
+from .helpers import (tape_as_array, tape_as_typed_list, tape_from_array,
                               tape_from_typed_list)
 
 

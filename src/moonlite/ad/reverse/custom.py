@@ -9,23 +9,23 @@
 - A non-differentiable function: nothing flows back. It must not write into its array
   arguments, since the pullback could not undo the write; this is checked on its IR.
 
-A mixin of `_ReversePass`, like `reverse_arrays.ArrayAdjoints`.
+A mixin of `_ReversePass`.
 """
 
 from __future__ import annotations
 
-from ..ir import ops
-from ..ir.core import Op
+from ...ir import ops
+from ...ir.core import Op
 import numpy as np
 
-from ..debug import emit_output_check
-from ..ir.types import ArrayType, FloatType, TupleType, none
-from ..rules import RuleNotApplicable
-from ..rules.custom import call_user_rule, lookup_custom
-from .opinfo import describe as _describe
-from .reverse_helpers import add_cotangent
-from .reverse_reads import active_operands
-from .reverse_types import (Entry, has_adjoint as _has_adjoint, is_float as _is_float,
+from ...debug import emit_output_check
+from ...ir.types import ArrayType, FloatType, TupleType, none
+from ...rules import RuleNotApplicable
+from ...rules.custom import call_user_rule, lookup_custom
+from ..opinfo import describe as _describe
+from .helpers import add_cotangent
+from .reads import active_operands
+from .types import (Entry, has_adjoint as _has_adjoint, is_float as _is_float,
                             is_float_array, writable)
 
 
@@ -96,7 +96,7 @@ class CustomRuleAdjoints:
                 if shadow is not None:
                     self.b.call(add_cotangent, [shadow, cotangent], type=none)
                 elif _is_float(operands[k].type):
-                    self._send(operands[k], cotangent)
+                    self.send(operands[k], cotangent)
         self.release(op, key=("residuals", op))
 
     def _output_cotangent(self, op: ops.Call):
@@ -151,14 +151,13 @@ class CustomRuleAdjoints:
         return self.b.tuple_getitem(cotangents, k)
 
     def _refuse_writes_by_nondifferentiable(self, op: ops.Call, custom) -> None:
-        from .. import _numba as nb
-        from ..capture import capture_types
-        from .readonly import never_written
+        from ... import _numba as nb
+        from ..readonly import never_written
         arrays = [a for a in op.positional if isinstance(a.type, ArrayType)
                   and _has_adjoint(a.type) and not a.type.readonly]
         if not arrays or not nb.is_njit_dispatcher(op.callee):
             return
-        callee = capture_types(op.callee, tuple(a.type.to_numba() for a in op.positional))
+        callee = self.context.callee_ir(op.callee, tuple(a.type.to_numba() for a in op.positional))
         for param, arg in zip(callee.args, op.positional):
             if arg in arrays and not never_written(callee, param):
                 raise self.unsupported(op, f"{custom.name}, declared non-differentiable, writing "

@@ -3,9 +3,10 @@
 Every value the pullback reads costs a tape push and pop per loop iteration (or a local), so the
 reverse pass keeps as little as it can:
 
-- `reads(op)`: the operands an op's adjoint actually reads. Structural adjoints are listed by
-  hand; an elementwise adjoint built from a forward rule is found by a dry run of the rule on
-  placeholder operands (the derivative of `a + b` reads neither, that of `a * b` both).
+- `reads(op)`: the operands an op's adjoint actually reads. Primitives with adjoints say it in
+  their registration (`rules/registry.py`), the pass's own ops below; an elementwise adjoint
+  built from a forward rule is found by a dry run of the rule on placeholder operands (the
+  derivative of `a + b` reads neither, that of `a * b` both).
 - `rematerializable(value)`: values cheaper to recompute in the pullback than to keep: integer
   arithmetic, casts, shapes, and reads `a[i]` of arrays the function never writes (the pullback
   restores written arrays only as it goes, so reads of those must be kept); scalar float
@@ -18,17 +19,16 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
-
-from ..ir import Builder, ops
-from ..ir.core import Argument, Function, Op, Value
-from ..ir.types import ArrayType, FloatType, IntType
-from ..rules import RuleNotApplicable, lookup_jvp
-from ..rules.custom import lookup_custom
-from .opinfo import (hashable as _hashable, is_math_call, keyword_values as _keyword_values,
+from ...ir import Builder, ops
+from ...ir.core import Argument, Function, Op, Value
+from ...ir.types import ArrayType, FloatType, IntType
+from ...rules import RuleNotApplicable, lookup_jvp
+from ...rules.registry import lookup_field
+from ...rules.custom import lookup_custom
+from ..opinfo import (is_math_call, keyword_values as _keyword_values,
                      positional as _positional, primitive as _primitive)
-from .readonly import never_written
-from .reverse_types import unit_tangent
+from ..readonly import never_written
+from .types import unit_tangent
 
 _CHEAP_INT_OPS = (ops.Add, ops.Sub, ops.Mul, ops.Neg, ops.Lt, ops.Le, ops.Gt, ops.Ge, ops.Eq,
                   ops.Ne, ops.Cast, ops.TupleGetItem, ops.GetAttr, ops.Select, ops.Mod,
@@ -36,51 +36,16 @@ _CHEAP_INT_OPS = (ops.Add, ops.Sub, ops.Mul, ops.Neg, ops.Lt, ops.Le, ops.Gt, op
                   ops.Pos, ops.Invert)
 
 
-def _first(op):
-    return {_positional(op)[0]}
-
-
-def _both(op):
-    return set(_positional(op)[:2])
-
-
-def _nothing(op):
-    return set()
-
-
-def _all_arguments(op):
-    return set(_positional(op)) | set(op.keywords.values())
-
-
+# What the adjoints of the reverse pass's own ops read (primitives say it in their registration).
 _STRUCTURAL = {
     ops.GetItem: lambda op: {op.index},
     ops.SetItem: lambda op: {op.target, op.index},
     ops.InplaceBinary: lambda op: {op.target} | ({op.value} if op.binop in (ops.Mul,
                                                                           ops.TrueDiv) else set()),
-    ops.MatMul: _both,
-    ops.Return: _nothing,
-    ops.TupleGetItem: _nothing,
-    ops.BuildTuple: _nothing,
+    ops.Return: lambda op: set(),
+    ops.TupleGetItem: lambda op: set(),
+    ops.BuildTuple: lambda op: set(),
 }
-def _join_reads(op):
-    """A join's pullback reads the pieces (their lengths along the axis)."""
-    builder = getattr(_positional(op)[0], "op", None)
-    return set(builder.items) if isinstance(builder, ops.BuildTuple) else {_positional(op)[0]}
-
-
-_CALLS = {np.concatenate: _join_reads, np.stack: _join_reads, np.vstack: _join_reads,
-          np.hstack: _join_reads,np.sum: lambda op: set(_positional(op)[1:]) | set(op.keywords.values()),
-          np.mean: _first, np.copy: _nothing, np.full: _nothing, np.full_like: _nothing, np.ascontiguousarray: _nothing, np.dot: _both,
-          np.outer: _both,
-          np.max: _first, np.amax: _first, np.min: _first, np.amin: _first, np.prod: _first,
-          np.reshape: _first, np.ravel: _first, np.expand_dims: _first, np.transpose: _nothing, np.cumsum: _all_arguments,
-          np.trace: lambda op: set(_positional(op)[1:]) | set(op.keywords.values()), np.linalg.norm: _first,
-          np.diag: lambda op: set(_positional(op)[1:]), np.tril: lambda op: set(_positional(op)[1:]),
-          np.triu: lambda op: set(_positional(op)[1:])}
-_METHODS = {"sum": lambda op: set(_positional(op)[1:]) | set(op.keywords.values()),
-            "mean": _first, "copy": _nothing, "dot": _both, "max": _first, "min": _first,
-            "prod": _first, "reshape": _first, "ravel": _first, "cumsum": _all_arguments,
-            "transpose": _nothing}
 
 
 def reads(op: Op) -> set:
@@ -90,10 +55,9 @@ def reads(op: Op) -> set:
         return set()  # nothing flows back, or the pullback reads the residuals of `fwd` only
     if type(op) in _STRUCTURAL:
         return _STRUCTURAL[type(op)](op)
-    if isinstance(op, ops.Call) and _hashable(op.callee) and op.callee in _CALLS:
-        return _CALLS[op.callee](op)
-    if isinstance(op, ops.MethodCall) and op.method in _METHODS:
-        return _METHODS[op.method](op)
+    registered = lookup_field(_primitive(op), "reads")
+    if registered is not None:
+        return registered(op)
     return _elementwise_reads(op)
 
 

@@ -8,20 +8,34 @@ order by `jvp` in another thread deadlocked), so several threads asking for the 
 one rule, and a
 derivation that meets a call of a function already being derived (recursion) is refused with a
 clear error rather than looping.
+
+The driver sits above the passes (`ad/`), `capture/` and `lower/`: it is the one module that
+uses all three. A pass that meets a call of an njit function gets what it needs about the callee
+(its IR, its derived forward rule) from `PASS_CONTEXT`, which the driver hands it; and the
+driver forgets its rules when a user registers a rule or switches debug mode through the hooks
+of `rules/custom.py` and `debug.py`, which import nothing above them.
 """
 
 from __future__ import annotations
 
 import functools
+import linecache
 
-from .. import _numba as nb
-from ..capture import capture_types
-from ..errors import UnsupportedError
-from ..debug import verified, verified_in_debug
-from ..lower import lower
-from ..lower.dispatcher import quiet_performance_warnings
-from .forward import forward_transform
-from .guards import written_arguments
+from . import _numba as nb
+from .ad.context import PassContext
+from .ad.forward import forward_transform
+from .ad.guards import written_arguments
+from .ad.inline import inline_njit_calls
+from .ad.reverse import reverse_transform, reverse_transform_split
+from .capture import capture_types
+from .debug import on_mode_change, verified, verified_in_debug
+from .errors import UNKNOWN_LOC, CaptureError, SourceLoc, UnsupportedError
+from .ir import Builder
+from .ir.types import OpaqueType, from_numba
+from .ir.typing import TypingFailure, call_result_type
+from .lower import lower
+from .lower.dispatcher import quiet_performance_warnings
+from .rules.custom import lookup_custom, on_rules_changed
 
 _lock = nb.global_compiler_lock
 _cache: dict = {}
@@ -46,7 +60,8 @@ def derived_forward_rule(f, argtypes: tuple, width: int = 1, active=None):
         _in_progress.add(key)
         try:
             primal = verified_in_debug(primal_ir(f, argtypes, forward=True), "capture")
-            rule = lower(verified(forward_transform(primal, width, active), "forward mode"))
+            forward = forward_transform(primal, width, active, context=PASS_CONTEXT)
+            rule = lower(verified(forward, "forward mode"))
             rule.written = _precise_written(primal)
         finally:
             _in_progress.discard(key)
@@ -58,18 +73,15 @@ def derived_reverse_rule(f, argtypes: tuple, active=None):
     """The compiled reverse rule of njit function `f` for numba `argtypes`:
     `rule(*args, dout) -> (out, grads)` with one gradient per argument (`None` for an array
     argument outside `active` that `f` never writes: see `reverse_transform`)."""
-    from .inline import inline_njit_calls
-    from .reverse import reverse_transform
     active = None if active is None else frozenset(active)
     key = ("reverse", f, tuple(argtypes), active)
     with _lock:
         rule = _cache.get(key)
         if rule is None:
-            flat = verified(inline_njit_calls(verified_in_debug(primal_ir(f, argtypes), "capture")),
-                            "inlining")
+            flat = _inlined_primal(f, argtypes)
             # compiled at its first call: grad and hessian inline its IR into their own
-            rule = _cache[key] = lower(verified(reverse_transform(flat, active), "reverse mode"),
-                                       eager=False)
+            reverse = reverse_transform(flat, active, context=PASS_CONTEXT)
+            rule = _cache[key] = lower(verified(reverse, "reverse mode"), eager=False)
             rule.written = written_arguments(flat)  # what guards.py copies and checks
         return rule
 
@@ -86,7 +98,8 @@ def derived_hvp_rule(f, argtypes: tuple, width: int, active) -> object:
         if rule is None:
             reverse = derived_reverse_rule(f, argtypes)
             with quiet_performance_warnings():
-                rule = lower(verified(forward_transform(reverse.ir, width, active),
+                rule = lower(verified(forward_transform(reverse.ir, width, active,
+                                                        context=PASS_CONTEXT),
                                       "forward mode over reverse mode"), eager=False)
             rule.written = reverse.written
             _cache[key] = rule
@@ -96,15 +109,12 @@ def derived_hvp_rule(f, argtypes: tuple, width: int, active) -> object:
 def derived_reverse_split(f, argtypes: tuple) -> tuple:
     """The reverse rule of `f` for numba `argtypes` cut in two compiled callables (for vjp):
     `sweep(*args) -> (out, state)` and `pullback(*args, dout, *state) -> (out, grads)`."""
-    from .inline import inline_njit_calls
-    from .reverse import reverse_transform_split
     key = ("reverse split", f, tuple(argtypes))
     with _lock:
         pair = _cache.get(key)
         if pair is None:
-            flat = verified(inline_njit_calls(verified_in_debug(primal_ir(f, argtypes), "capture")),
-                            "inlining")
-            sweep, pullback = reverse_transform_split(flat)
+            flat = _inlined_primal(f, argtypes)
+            sweep, pullback = reverse_transform_split(flat, context=PASS_CONTEXT)
             pair = _cache[key] = (lower(verified(sweep, "the vjp cut (sweep)")),
                                   lower(verified(pullback, "the vjp cut (pullback)")))
             pair[0].written = written_arguments(flat)
@@ -113,21 +123,25 @@ def derived_reverse_split(f, argtypes: tuple) -> tuple:
         return pair
 
 
+def _inlined_primal(f, argtypes: tuple):
+    """`f`'s primal IR with every njit call inlined: what reverse mode starts from."""
+    primal = verified_in_debug(primal_ir(f, argtypes), "capture")
+    return verified(inline_njit_calls(primal, context=PASS_CONTEXT), "inlining")
+
+
 def _precise_written(primal):
     """The arguments `primal` may write, looking into the njit functions it calls (passing an
     array to one counts as a write otherwise): computed when first asked, for the aliasing
     check of jvp (`guards.py`), which asks only when two arguments share memory."""
     def written():
-        from .inline import inline_njit_calls
         try:
-            return written_arguments(inline_njit_calls(primal))
+            return written_arguments(inline_njit_calls(primal, context=PASS_CONTEXT))
         except UnsupportedError:  # recursion: the conservative answer
             return written_arguments(primal)
     return functools.cache(written)
 
 
 def _is_typed_list(t) -> bool:
-    from ..ir.types import OpaqueType
     return isinstance(t, OpaqueType) and isinstance(t.numba_type, nb.types.ListType)
 
 
@@ -140,6 +154,12 @@ def clear_cache() -> None:
     with _lock:
         _cache.clear()
         _api_cache.clear()
+
+
+# Derived rules depend on the user's rules and on debug mode (which adds checks): a change of
+# either makes them stale. rules/ and debug.py sit below the driver, so they call it back.
+on_rules_changed(clear_cache)
+on_mode_change(clear_cache)
 
 
 def api_cached(key, build):
@@ -159,7 +179,6 @@ def primal_ir(f, argtypes: tuple, forward: bool = False):
     this mode, a function whose body is one call of `f` (so the rule applies, and `f`'s body,
     which may use constructs moonlite cannot differentiate, is never captured). Forward mode
     has no use for a VJP rule: it derives the body of a function that has only one."""
-    from ..rules.custom import lookup_custom
     custom = lookup_custom(f)
     if custom is None or (forward and custom.jvp is None and not custom.nondifferentiable):
         return capture_types(f, tuple(argtypes))
@@ -167,10 +186,6 @@ def primal_ir(f, argtypes: tuple, forward: bool = False):
 
 
 def _call_through(f, argtypes: tuple):
-    from ..errors import CaptureError
-    from ..ir import Builder
-    from ..ir.types import from_numba
-    from ..ir.typing import TypingFailure, call_result_type
     types = [from_numba(t) for t in argtypes]
     try:
         result = call_result_type(f, types)
@@ -187,13 +202,11 @@ def _call_through(f, argtypes: tuple):
 
 
 def _def_line(f):
-    from ..errors import SourceLoc, UNKNOWN_LOC
     code = getattr(getattr(f, "py_func", f), "__code__", None)
     return SourceLoc(code.co_filename, code.co_firstlineno) if code is not None else UNKNOWN_LOC
 
 
 def _source_of_def(f) -> str:
-    import linecache
     loc = _def_line(f)
     return linecache.getline(loc.filename, loc.line) if loc.line else ""
 
@@ -202,3 +215,6 @@ def _name(f) -> str:
     return getattr(getattr(f, "py_func", f), "__qualname__", repr(f))
 
 
+# What the passes learn about a called njit function: its IR (captured, or the one a
+# moonlite-compiled callable keeps) and its derived forward rule.
+PASS_CONTEXT = PassContext(callee_ir=capture_types, forward_rule=derived_forward_rule)

@@ -4,23 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.builder import Builder
-from ..ir.core import Value
-from ..ir.types import ArrayType, FloatType, TupleType, none
+from ...ir.builder import Builder
+from ...ir.core import Value
+from ...ir.types import ArrayType, TupleType, none
 
 
-def is_float(t) -> bool:
-    return isinstance(t, FloatType)
-
-
-def is_float_array(t) -> bool:
-    return isinstance(t, ArrayType) and isinstance(t.dtype, FloatType)
-
-
-def has_adjoint(t) -> bool:
-    if isinstance(t, TupleType):
-        return any(has_adjoint(e) for e in t.elements)
-    return is_float(t) or is_float_array(t)
+from ...rules.registry import has_adjoint, is_float, is_float_array  # noqa: E402,F401 (shared)
 
 
 def grad_type(t):

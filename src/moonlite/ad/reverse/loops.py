@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..ir import ops
-from ..ir.core import Block, Function, Value
-from ..ir.types import IntType
+from ...ir import ops
+from ...ir.core import Block, Function, Value
+from ...ir.types import IntType
 
 
 @dataclass

@@ -1,0 +1,195 @@
+"""The reverse pass: its state, its entry points and its handler tables (the halves of each op's
+handling live in the mixins: `keep`, `adjoints`, `sweep`, `pullback`, `elementwise`, `memory`,
+`custom`)."""
+
+from __future__ import annotations
+
+from __future__ import annotations
+
+import linecache
+from typing import Optional
+
+
+from ...errors import UnsupportedError
+from ...ir import Builder, ops, reverse_post_order
+from ...ir.cfg import natural_loops, predecessors
+from ...ir.cleanup import remove_dead_code
+from ...ir.core import Function, Op
+from ...ir.types import ArrayType, TupleType, int64, none
+from ..activity import varied_values
+from ..readonly import never_written
+from ..context import NO_CALLEES, PassContext
+from .custom import CustomRuleAdjoints
+from .loops import find_inductions
+from .split import split_rule
+from .types import (grad_type as _grad_type, is_float as _is_float, is_float_array as _is_float_array)
+from .adjoints import AdjointStore
+from .elementwise import ElementwiseAdjoints
+from .keep import KeptValues
+from .memory import MemoryAdjoints
+from .pullback import Pullback
+from .sweep import ForwardSweep
+
+
+def reverse_transform(fn: Function, active=None, context: PassContext = NO_CALLEES) -> Function:
+    """The gradient function of `fn` (see the module docstring); `fn` is left untouched.
+
+    `active` (argument indices, default all) says which gradients are wanted: an array argument
+    outside it that `fn` never writes is a constant (no shadow, gradient `None`), so data arrays
+    cost nothing in the pullback."""
+    return _ReversePass(fn, active, context).run()
+
+
+def reverse_transform_split(fn: Function, context: PassContext = NO_CALLEES) -> tuple:
+    """`(sweep, pullback)`: the gradient function of `fn` cut where the sweep hands over to the
+    pullback, for callers that return to Python in between (`split.py`)."""
+    rp = _ReversePass(fn, context=context)
+    combined = rp.run()
+    return split_rule(combined, rp.handoff, rp.resume, rp.out_var, list(rp.adjoints.values()),
+                      len(fn.args))
+
+
+class _ReversePass(CustomRuleAdjoints, KeptValues, AdjointStore, ForwardSweep, Pullback, ElementwiseAdjoints, MemoryAdjoints):
+    def __init__(self, fn: Function, active=None, context: PassContext = NO_CALLEES):
+        self.fn = fn
+        self.context = context  # callee IR for custom.py (driver.PASS_CONTEXT)
+        out = fn.return_type
+        if not (_is_float(out) or _is_float_array(out)):
+            raise self.unsupported(None, f"reverse mode of a function returning {out}",
+                                   "return a float or a float array")
+        # arrays without shadows: inactive read-only data, and views of them
+        self.constant_arrays = {a for i, a in enumerate(fn.args) if active is not None
+                                and i not in active and _is_float_array(a.type)
+                                and never_written(fn, a)}
+        grads = TupleType(tuple(none if a in self.constant_arrays else _grad_type(a.type)
+                                for a in fn.args))
+        names = [a.name for a in fn.args] + ["dout"]
+        # an array output is returned as a copy taken at the return (the pullback then undoes
+        # writes): a C-contiguous array whatever the layout of the value returned
+        self.out_type = ArrayType(out.dtype, out.ndim, "C", False) if _is_float_array(out) \
+            else out
+        self.b = Builder.new_function(f"{fn.name}_rev", [*fn.argtypes, out], names,
+                                      TupleType((self.out_type, grads)), loc=fn.loc,
+                                      boundscheck=fn.boundscheck)
+        self.values: dict = dict(zip(fn.args, self.b.function.args))
+        self.dout = self.b.function.args[-1]
+        self.blocks: dict = {}      # forward block of fn -> its copy
+        self.rblocks: dict = {}     # forward block of fn -> its reverse block
+        self.exit_of: dict = {}     # forward block of fn -> copy holding its terminator
+        self.shadows: dict = {}     # float array value of fn -> shadow Value (forward sweep)
+        self.adjoints: dict = {}    # float value of fn -> LocalVar
+        self._zeros_in_block = (None, set())  # see _zero_adjoints
+        self._local_values = None  # see _used_only_in_own_block
+        self._loaded_once: dict = {}  # array LocalVar -> its load in the resume block
+        self.kept: dict = {}        # value (or shadow key) -> ("local", LocalVar) | ("tape", tape)
+        self.phis: list = []
+        self.shadow_alias: dict = {}  # in-place result -> the array it updated
+        loops = natural_loops(fn) if fn.blocks else []
+        self.loop_blocks = set().union(*(lp.body for lp in loops))
+        self.preds = predecessors(fn)
+        self.inductions = find_inductions(fn, loops, self.preds, self.loop_blocks)
+        self.induction_of = {ind.phi.result: ind for ind in self.inductions.values()}
+        self.recalled: dict = {}  # key -> (builder block, value): recomputed once per block
+        self.remat: set = set()   # values the pullback recomputes instead of keeping
+        self._written: dict = {}
+        self.varied = varied_values(fn, active, self.constant_arrays)
+        self.need = self._needed_values()
+
+    def run(self) -> Function:
+        order = reverse_post_order(self.fn)
+        self.setup = self.b.new_block("setup")
+        for block in order:
+            self.blocks[block] = self.b.new_block(block.hint)
+        # every return of the sweep jumps to `handoff`, which jumps to `resume`, where the
+        # pullback starts at the reverse of the return taken: `split()` cuts the function there
+        self.handoff, self.resume = self.b.new_block("handoff"), self.b.new_block("resume")
+        for block in order:
+            self.rblocks[block] = self.b.new_block(f"rev_{block.hint or ''}")
+        self.finish = self.b.new_block("finish")
+        self.b.position_at_end(self.setup)
+        self.block_stack = None  # made on first use: numba cannot type a list never pushed to
+        self.out_var = ops.LocalVar(self.out_type, "out")
+        self.return_var, self.returns = ops.LocalVar(int64, "return_taken"), []
+        self._shadow_arguments()
+        for block in order:
+            self._forward_block(block)
+        self._fill_forward_phis()
+        self._save_counters_on_entry()
+        self._hand_over()
+        for block in order:
+            self._reverse_block(block)
+        self._finish()
+        self._initialise_locals()
+        return remove_dead_code(self.b.function)  # stand-ins and constants rules did not read
+
+    def _initialise_locals(self) -> None:
+        """Zero every adjoint local at the top of the function, before anything reads it."""
+        self.b.position_at_end(self.setup)
+        for var in self.adjoints.values():
+            self.b.store(var, self.b.const(0.0, var.type))
+        for how, var in self.kept.values():
+            if how == "counter":  # read before the first entry into a nested loop
+                self.b.store(var, self.b.const(0, var.type))
+        self.b.jump(self.blocks[self.fn.entry])
+
+    def unsupported(self, op: Optional[Op], construct: str, hint: str) -> UnsupportedError:
+        loc = op.loc if op is not None else self.fn.loc
+        source = linecache.getline(loc.filename, loc.line) if loc.line else ""
+        return UnsupportedError(construct, function=self.fn.name, argtypes=self.fn.argtypes,
+                                loc=loc, hint=hint, source_line=source)
+
+
+def _refuse_reverse_over_reverse(self, op: Op) -> None:
+    raise self.unsupported(op, "reverse mode over a derived reverse rule (reverse over reverse: "
+                           "a gradient of a function that calls moonlite.grad, vjp, ...)",
+                           "differentiate the gradient in forward mode instead: moonlite.jvp "
+                           "of it, moonlite.hvp, moonlite.hessian")
+
+
+# One handler per op class in each half of the pass, with no default: an op class without an
+# entry is an error here (tests/ad/test_handlers.py walks every op class), never a silent pass.
+_LOCALS_AND_TAPES = (ops.LoadLocal, ops.StoreLocal, ops.TapeNew, ops.TapePush, ops.TapePop,
+                     ops.TapePeek)
+
+
+_CONTROL = (ops.Phi, ops.Jump, ops.Branch, ops.Raise)  # handled by the block driver
+
+
+FORWARD_HANDLERS = {
+    **{cls: _refuse_reverse_over_reverse for cls in _LOCALS_AND_TAPES},
+    **{cls: _ReversePass.fw_default for cls in (
+        ops.Constant, ops.GlobalRef, ops.Undef, ops.Cast, ops.Select, ops.MethodCall,
+        ops.GetAttr, ops.GetItem, ops.TupleGetItem, ops.BuildSlice, ops.Jump, ops.Branch,
+        ops.Raise, *ops.BINARY_OPS, *ops.UNARY_OPS)},
+    ops.SetItem: _ReversePass.fw_setitem,
+    ops.InplaceBinary: _ReversePass.fw_inplace,
+    ops.Return: _ReversePass.fw_return,
+    ops.Call: _ReversePass.fw_call,
+    ops.BuildTuple: _ReversePass.fw_build_tuple,
+}
+
+
+REVERSE_HANDLERS = {
+    **{cls: _refuse_reverse_over_reverse for cls in _LOCALS_AND_TAPES},
+    **{cls: _ReversePass.rv_elementwise for cls in (ops.Cast, ops.Select, *ops.BINARY_OPS,
+                                                    *ops.UNARY_OPS)},
+    ops.Return: _ReversePass.rv_return,
+    ops.Constant: _ReversePass.rv_nothing,
+    ops.GlobalRef: _ReversePass.rv_nothing,
+    ops.Undef: _ReversePass.rv_nothing,
+    ops.GetAttr: _ReversePass.rv_getattr,
+    ops.BuildSlice: _ReversePass.rv_nothing,
+    ops.BuildTuple: _ReversePass.rv_build_tuple,
+    ops.TupleGetItem: _ReversePass.rv_tuple_getitem,
+    ops.GetItem: _ReversePass.rv_getitem,
+    ops.SetItem: _ReversePass.rv_setitem,
+    ops.InplaceBinary: _ReversePass.rv_inplace,
+    ops.Call: _ReversePass.rv_call,
+    ops.MethodCall: _ReversePass.rv_method,
+    ops.MatMul: _ReversePass.rv_primitive,
+}
+
+# the mixins dispatch through these (they cannot import this module: it imports them)
+_ReversePass.FORWARD_HANDLERS = FORWARD_HANDLERS
+_ReversePass.REVERSE_HANDLERS = REVERSE_HANDLERS
+_ReversePass.CONTROL_OPS = _CONTROL

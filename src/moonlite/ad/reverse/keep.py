@@ -1,0 +1,118 @@
+"""What the pullback reads of the forward sweep: kept in locals or on tapes, or
+recomputed, and recalled in the pullback.
+
+A mixin of the reverse pass (`core._ReversePass`)."""
+
+from __future__ import annotations
+
+from __future__ import annotations
+
+
+
+from ...ir import ops
+from ...ir.clone import clone_op
+from ...ir.core import Argument, Op, Value
+from ...ir.types import ArrayType
+from .reads import reads, rematerializable
+from .types import has_adjoint as _has_adjoint
+
+
+class KeptValues:
+    def _needed_values(self) -> set:
+        """Values the pullback reads that it cannot recompute: kept in locals or on tapes."""
+        reads_of = set()
+        for op in self.fn.ops():
+            if isinstance(op, (ops.Phi, ops.Jump, ops.Branch, ops.Raise, ops.Constant)):
+                continue
+            if op.result is not None and not _has_adjoint(op.result.type) \
+                    and not isinstance(op, (ops.SetItem, ops.InplaceBinary)):
+                continue
+            reads_of |= reads(op)
+        for ind in self.inductions.values():  # the pullback compares them to find its way
+            reads_of |= {ind.phi.result, ind.init}
+        need, work = set(), list(reads_of)
+        kept_anyway = frozenset(reads_of)
+        while work:  # a recomputed value needs what it is computed from
+            value = work.pop()
+            if value in need or value in self.remat:
+                continue
+            if rematerializable(self.fn, value, self._written, kept_anyway):
+                self.remat.add(value)
+                work.extend(value.op.operands)
+            else:
+                need.add(value)
+        return need
+
+    def keep(self, old: Value, new: Value, key=None) -> None:
+        """Make `new` (the copy of `old`, or its shadow) readable in the pullback."""
+        key = key if key is not None else old
+        block = old.block if isinstance(old, Op) else getattr(getattr(old, "op", None), "block",
+                                                               None)
+        if block is None:  # an argument: available everywhere
+            self.kept[key] = ("direct", new)
+        elif key in self.induction_of:  # a loop counter: stepped back by the pullback
+            var = ops.LocalVar(new.type, f"counter{len(self.kept)}")
+            self.b.store(var, new)
+            self.kept[key] = ("counter", var)
+        elif block in self.loop_blocks:
+            tape = self._tape_for(new.type)
+            self.b.tape_push(tape, new)
+            self.kept[key] = ("tape", tape)
+        else:
+            var = ops.LocalVar(new.type, f"kept{len(self.kept)}")
+            self.b.store(var, new)
+            self.kept[key] = ("local", var)
+
+    def _tape_for(self, t) -> Value:
+        op = ops.TapeNew(t, self.b.loc)
+        self.setup.insert(len(self.setup.ops), op)
+        op.block = self.setup
+        return op.result
+
+    def recall(self, old: Value, key=None) -> Value:
+        """In the pullback: the value `old` had in the forward sweep (its latest instance)."""
+        key = key if key is not None else old
+        if key is old and isinstance(old, Argument):
+            return self.values[old]  # arguments are available everywhere
+        memo = self.recalled.get(key)
+        if memo is not None and memo[0] is self.b.block:
+            return memo[1]  # straight-line code: the earlier read dominates this one
+        value = self._recall_uncached(old, key)
+        self.recalled[key] = (self.b.block, value)
+        return value
+
+    def _recall_uncached(self, old: Value, key) -> Value:
+        if isinstance(getattr(old, "op", None), ops.Constant) and key is old:
+            return self.b.emit(clone_op(old.op, {}, {})).result
+        if key is old and old in self.remat and old not in self.kept:
+            values = {v: self.recall(v) for v in old.op.operands}
+            return self.b.emit(clone_op(old.op, values, {})).result
+        how, where = self.kept[key]
+        if how == "alias":
+            return self.recall(where)
+        if how == "direct":
+            return where
+        if how == "local" and isinstance(where.type, ArrayType):
+            return self._load_once(where)
+        if how in ("local", "counter"):
+            return self.b.load(where)
+        return self.b.tape_top(where)
+
+    def _load_once(self, var: ops.LocalVar) -> Value:
+        """An array kept in a local, loaded once where the pullback starts (the `resume` block,
+        which dominates it). Loaded at each use, it was loaded in every iteration of a pullback
+        loop, and numba increfs and decrefs an array at every load: 3x the time of an HVP whose
+        loop read a copied state array."""
+        value = self._loaded_once.get(var)
+        if value is None:
+            with self.b.before_terminator_of(self.resume):
+                value = self._loaded_once[var] = self.b.load(var)
+        return value
+
+    def release(self, old: Value, key=None) -> None:
+        """At the reverse of `old`'s definition: drop the instance the tape holds."""
+        key = key if key is not None else old
+        entry = self.kept.get(key)
+        if entry is not None and entry[0] == "tape":
+            self.recalled.clear()  # recomputed values may depend on the instance dropped here
+            self.b.tape_pop(entry[1])

@@ -1,0 +1,176 @@
+"""Adjoints of reads, writes, calls and tuples: indexing (gathers and scatters), writes
+undone and their targets' shadows cleared, calls dispatched to their primitive's registered
+adjoint (`rules/registry.py`) or to the elementwise derivation, tuple entries.
+
+A mixin of the reverse pass (`core._ReversePass`)."""
+
+from __future__ import annotations
+
+from __future__ import annotations
+
+
+
+from ...ir import ops
+from ...ir.core import Op
+from ...ir.types import ArrayType, BoolType, TupleType, none
+from ...rules.custom import lookup_custom
+from ...rules.registry import ANY_KEYWORD, lookup as _lookup
+from ...ir.traits import ALLOCATES
+from ..opinfo import (describe as _describe,
+                     positional as _positional, primitive as _primitive)
+from .helpers import masked_add, scatter_add
+from .types import (Entry, has_adjoint as _has_adjoint, is_float as _is_float,
+                            is_float_array as _is_float_array)
+from .sweep import _advanced_index, _shadow_item_type
+
+
+class MemoryAdjoints:
+    def rv_getattr(self, op: ops.GetAttr) -> None:
+        """`.T` is a view (its shadow is the source's); `.shape`, `.size`, `.ndim` carry no
+        derivative. Any other attribute holding a float of a varied value has no rule."""
+        if _has_adjoint(op.result.type) and op.name != "T" and op.value in self.varied:
+            raise self.unsupported(op, f"differentiating {_describe(op)} in reverse mode",
+                                   "compute the value from arrays and floats directly")
+
+    def rv_getitem(self, op: ops.GetItem) -> None:
+        if isinstance(op.value.type, TupleType):
+            return self._rv_tuple_entry_at(op)
+        if isinstance(op.result.type, ArrayType) and _advanced_index(op):
+            return self._rv_gather(op)
+        if not _is_float(op.result.type):
+            return  # an array result is a view: its shadow is a view of the source's shadow
+        shadow = self.shadow(op.value)
+        if shadow is None:
+            return
+        adjoint = self.take_adjoint(op.result)
+        index = self.recall(op.index)
+        self.b.setitem(shadow, index, self.b.add(self.b.getitem(shadow, index), adjoint))
+
+    def _rv_gather(self, op: ops.GetItem) -> None:
+        """y = x[idx] or x[mask] (a copy): x's shadow at idx += y's shadow (repeats add up)."""
+        shadow, result_shadow = self.shadow(op.value), self.shadow(op.result)
+        index_type = op.index.type
+        if shadow is None or result_shadow is None:
+            return
+        if not (isinstance(index_type, ArrayType) and index_type.ndim == 1):
+            raise self.unsupported(op, f"indexing with {index_type} (an index array of several "
+                                   "dimensions, or several index arrays) in reverse mode",
+                                   "index with one 1-D array of ints or bools")
+        helper = masked_add if isinstance(index_type.dtype, BoolType) else scatter_add
+        self.b.call(helper, [shadow, self.recall(op.index), result_shadow], type=none)
+
+    def rv_setitem(self, op: ops.SetItem) -> None:
+        target, index = self.recall(op.target), self.recall(op.index)
+        shadow = self.shadow(op.target)
+        if shadow is not None:
+            written = self.b.getitem(shadow, index, type=_shadow_item_type(op))
+            if _has_adjoint(op.value.type):
+                self.send(op.value, written)
+            if isinstance(written.type, ArrayType):
+                self.b.setitem(shadow, index, self.b.const(0.0, op.target.type.dtype))
+            else:
+                self.b.setitem(shadow, index, self.b.const(0.0, written.type))
+        saved = self.recall(op, key=("saved", op))
+        self.b.setitem(target, index, saved)
+        self.release(op, key=("saved", op))
+
+    def rv_inplace(self, op: ops.InplaceBinary) -> None:
+        target = self.recall(op.target)
+        saved = self.recall(op, key=("saved", op))
+        shadow = self.shadow(op.target)
+        kind = op.binop
+        if shadow is not None and _has_adjoint(op.value.type):
+            if kind is ops.Add:
+                self.send(op.value, shadow)
+            elif kind is ops.Sub:
+                self.send(op.value, self.b.neg(shadow))
+            elif kind is ops.Mul:
+                self.send(op.value, self.b.mul(shadow, saved))
+            elif kind is ops.TrueDiv:
+                value = self.recall(op.value)
+                self.send(op.value, self.b.neg(self.b.div(self.b.mul(shadow, saved),
+                                                           self.b.mul(value, value))))
+            else:
+                raise self.unsupported(op, f"the in-place operator {kind.SYMBOL}= in reverse "
+                                       "mode", f"write it as a = a {kind.SYMBOL} b")
+        if shadow is not None and kind in (ops.Mul, ops.TrueDiv):
+            self.b.inplace(kind, shadow, self.recall(op.value))
+        elif shadow is not None and kind not in (ops.Add, ops.Sub):
+            raise self.unsupported(op, f"the in-place operator {kind.SYMBOL}= in reverse mode",
+                                   f"write it as a = a {kind.SYMBOL} b")
+        self.b.setitem(target, self.b.build_slice(*(self.b.const(None, none),) * 3), saved)
+        self.release(op, key=("saved", op))
+
+    def rv_call(self, op: ops.Call) -> None:
+        custom = lookup_custom(op.callee)
+        if custom is not None and self.rv_custom(op, custom):
+            return None
+        registered = _lookup(op.callee)
+        if registered is not None and registered.adjoint is not None:
+            self._check_keywords_read(op, registered)
+            return registered.adjoint(self, op)
+        if op.traits() & ALLOCATES or (op.result is not None and _is_float_array(
+                op.result.type) and not any(_has_adjoint(v.type) for v in op.operands)):
+            return  # an allocation (np.zeros, np.empty_like, ...): nothing flows back
+        return self.rv_elementwise(op)
+
+    def rv_method(self, op: ops.MethodCall) -> None:
+        registered = _lookup(_primitive(op))
+        if registered is not None and registered.adjoint is not None:
+            self._check_keywords_read(op, registered)
+            return registered.adjoint(self, op)
+        return self.rv_elementwise(op)
+
+    def rv_primitive(self, op: Op) -> None:
+        """An op class with a registered adjoint (`@`)."""
+        return _lookup(type(op)).adjoint(self, op)
+
+    def rv_nothing(self, op: Op) -> None:
+        """Constants, slices, globals: no adjoint."""
+
+    def _check_keywords_read(self, op: Op, registered) -> None:
+        unread = _unread_keywords(registered, op)
+        if unread:
+            raise self.unsupported(op, f"{_describe(op)} with the keyword argument(s) "
+                                   f"{', '.join(unread)} in reverse mode",
+                                   "pass the argument by position (np.tril(A, -1)) or leave "
+                                   "the keyword out")
+
+    def _rv_tuple_entry_at(self, op: ops.GetItem) -> None:
+        """t[i] with i known at run time (a homogeneous tuple): the entry i was gets the
+        adjoint, through a select per entry (tuples are short)."""
+        if not _is_float(op.result.type):
+            if _has_adjoint(op.result.type):
+                raise self.unsupported(op, f"indexing a tuple of {op.result.type} with an index "
+                                       "known only at run time, in reverse mode",
+                                       "index it with a constant, or make it an array")
+            return
+        adjoint = self.take_adjoint(op.result)
+        n = len(op.value.type.elements)
+        index = self.recall(op.index)
+        index = self.b.select(self.b.binary(ops.Lt, index, self.b.const(0, index.type)),
+                              self.b.add(index, self.b.const(n, index.type)), index)
+        zero = self.b.const(0.0, op.result.type)
+        for k in range(n):
+            taken = self.b.binary(ops.Eq, index, self.b.const(k, index.type))
+            self.accumulate(Entry(op.value, k), self.b.select(taken, adjoint, zero))
+
+    def rv_tuple_getitem(self, op: ops.TupleGetItem) -> None:
+        if _is_float(op.result.type):
+            self.accumulate(Entry(op.tuple, op.index), self.take_adjoint(op.result))
+
+    def rv_build_tuple(self, op: ops.BuildTuple) -> None:
+        for k, item in enumerate(op.items):
+            if _is_float(item.type):  # (the entry's adjoint may be made later in this pass)
+                self.accumulate(item, self.take_adjoint(Entry(op.result, k)))
+
+
+def _unread_keywords(registered, op: Op) -> tuple:
+    """The keyword arguments of `op` its registered adjoint would not read. A keyword beside a
+    positional second argument counts as unread too (adjoints read one optional argument)."""
+    if registered.keywords == ANY_KEYWORD:
+        return ()
+    unread = tuple(k for k in op.kwnames if not registered.reads_keyword(k))
+    if not unread and len(_positional(op)) + len(op.kwnames) > 2:
+        return tuple(op.kwnames)
+    return unread

@@ -1,0 +1,123 @@
+"""The pullback's control flow: one reverse block per forward block, visited in reverse,
+phis handing their adjoints to the edge taken, loops counted down, and the gradients returned.
+
+A mixin of the reverse pass (`core._ReversePass`)."""
+
+from __future__ import annotations
+
+from __future__ import annotations
+
+
+
+from ...ir import ops
+from ...ir.core import Block, Value
+from ...ir.types import TupleType, int64, none
+from .types import (Entry, has_adjoint as _has_adjoint, is_float as _is_float)
+
+
+class Pullback:
+    def _reverse_block(self, block: Block) -> None:
+        self.b.position_at_end(self.rblocks[block])
+        own = self._used_only_in_own_block()
+        self._zero_adjoints(start=[op.result for op in block.ops if op.result in own])
+        for op in reversed(block.ops):
+            if isinstance(op, self.CONTROL_OPS):
+                continue
+            self.b.loc = op.loc
+            self.REVERSE_HANDLERS[type(op)](self, op)
+            if op.result is not None:
+                self.release(op.result)
+                if ("shadow", op.result) in self.kept and not isinstance(op, ops.InplaceBinary):
+                    self.release(op.result, key=("shadow", op.result))
+        phi_adjoints = [(phi, None, self.take_adjoint(phi.result)) for phi in block.phis
+                        if _is_float(phi.result.type)]
+        phi_adjoints += [(phi, k, self.take_adjoint(Entry(phi.result, k)))
+                         for phi in block.phis if isinstance(phi.result.type, TupleType)
+                         for k, t in enumerate(phi.result.type.elements) if _is_float(t)]
+        for phi in block.phis:
+            self.release(phi.result)
+            if ("shadow", phi.result) in self.kept:
+                self.release(phi.result, key=("shadow", phi.result))
+        self._leave_reverse_block(block, phi_adjoints)
+
+    def _leave_reverse_block(self, block: Block, phi_adjoints: list) -> None:
+        preds = self.preds[block]
+        if not preds:
+            self.b.jump(self.finish)
+            return
+        if len(preds) == 1:
+            self._edge_contributions(preds[0], phi_adjoints)
+            self.b.jump(self.rblocks[preds[0]])
+            return
+        if block in self.inductions:
+            self._leave_counted_header(self.inductions[block], phi_adjoints)
+            return
+        came_from = self.b.tape_pop(self.block_stack)
+        for k, pred in enumerate(preds[:-1]):
+            edge, rest = self.b.new_block("rev_edge"), self.b.new_block("rev_choose")
+            self.b.branch(self.b.binary(ops.Eq, came_from, self.b.const(k, int64)), edge, rest)
+            self.b.position_at_end(edge)
+            self._edge_contributions(pred, phi_adjoints)
+            self.b.jump(self.rblocks[pred])
+            self.b.position_at_end(rest)
+        self._edge_contributions(preds[-1], phi_adjoints)
+        self.b.jump(self.rblocks[preds[-1]])
+
+    def _leave_counted_header(self, ind, phi_adjoints: list) -> None:
+        """The pullback came along the entry edge iff the counter holds its initial value;
+        along the latch it steps the counter back to the previous iteration's."""
+        counter = self.recall(ind.phi.result)
+        at_entry = self.b.binary(ops.Eq, counter, self.recall(ind.init))
+        entry_edge, latch_edge = self.b.new_block("rev_entry"), self.b.new_block("rev_latch")
+        self.b.branch(at_entry, entry_edge, latch_edge)
+        var = self.kept[ind.phi.result][1]
+        self.b.position_at_end(entry_edge)
+        if ind.reentered:  # the instance before this entry into the loop
+            self.b.store(var, self.b.tape_pop(self.counter_tapes[ind.phi.result]))
+        self._edge_contributions(ind.entry, phi_adjoints)
+        self.b.jump(self.rblocks[ind.entry])
+        self.b.position_at_end(latch_edge)
+        self.b.store(var, self.b.binary(ops.Sub, counter, self.b.const(ind.step, counter.type)))
+        self._edge_contributions(ind.latch, phi_adjoints)
+        self.b.jump(self.rblocks[ind.latch])
+
+    def _save_counters_on_entry(self) -> None:
+        """Once per entry into a loop nested in another: push the counter's previous instance."""
+        self.counter_tapes = {}
+        for ind in self.inductions.values():
+            if not ind.reentered:
+                continue
+            var = self.kept[ind.phi.result][1]
+            tape = self.counter_tapes[ind.phi.result] = self._tape_for(var.type)
+            self.b.position_before_terminator(self.exit_of[ind.entry])
+            self.b.tape_push(tape, self.b.load(var))
+
+    def _edge_contributions(self, pred: Block, phi_adjoints: list) -> None:
+        for phi, k, adjoint in phi_adjoints:
+            value = phi.value_from(pred)
+            self.accumulate(value if k is None else Entry(value, k), adjoint)
+
+    def _finish(self) -> None:
+        self.b.position_at_end(self.finish)
+        grads = [self._gradient_of(old) for old in self.fn.args]
+        out = self.b.load(self.out_var)
+        self.b.ret(self.b.build_tuple([out, self.b.build_tuple(grads)]))
+
+    def _gradient_of(self, old: Value) -> Value:
+        if _is_float(old.type):
+            return self.b.load(self.adjoint_var(old))
+        if old in self.shadows:
+            return self.shadows[old]
+        if isinstance(old.type, TupleType) and _has_adjoint(old.type):
+            return self.b.build_tuple([self._gradient_of(Entry(old, k))
+                                       for k in range(len(old.type.elements))])
+        return self.b.const(None, none)
+
+    def rv_return(self, op: ops.Return) -> None:
+        value = op.value
+        if _is_float(value.type):
+            self.accumulate(value, self.dout)
+        else:
+            shadow = self.shadow(value)
+            if shadow is not None:
+                self.b.inplace(ops.Add, shadow, self.dout)

@@ -1,0 +1,276 @@
+"""The forward sweep: the primal's blocks copied, with shadows made beside arrays, the
+predecessor of each join recorded, values kept for the pullback and what writes overwrite saved.
+
+A mixin of the reverse pass (`core._ReversePass`)."""
+
+from __future__ import annotations
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ...ir import ops
+from ...ir.clone import clone_op
+from ...ir.core import Block, Op, Value
+from ...ir.types import ArrayType, TupleType, int64
+from ...rules.operands import name_of as _name
+from ...ir.traits import AXES_VIEW
+from ..opinfo import (positional as _positional,
+                     writes_no_memory)
+from ..tangents import mentions_complex
+from ..refusals import refusal
+from .types import (Entry, has_adjoint as _has_adjoint, is_float_array as _is_float_array,
+                            writable as _writable)
+
+
+class ForwardSweep:
+    def _forward_block(self, block: Block) -> None:
+        self.b.position_at_end(self.blocks[block])
+        preds = self.preds[block]
+        for op in block.ops:
+            self.b.loc = op.loc
+            if isinstance(op, ops.Phi):
+                self._forward_phi(op)
+                continue
+            if op is block.ops[len(block.phis)] and len(preds) > 1 \
+                    and block not in self.inductions:
+                self._record_predecessor(block, preds)
+            if any(mentions_complex(v.type) for v in _values_of(op)):
+                raise self.unsupported(op, "differentiating complex numbers in reverse mode",
+                                       "split the computation into real and imaginary parts")
+            why = refusal(op, self.varied.__contains__)
+            if why is not None:
+                raise self.unsupported(op, *why)
+            self.FORWARD_HANDLERS[type(op)](self, op)
+        self.exit_of[block] = self.b.block
+
+    def _record_predecessor(self, block: Block, preds: list) -> None:
+        came_from = self.b.phi(int64, self.blocks[block], hint="came_from")
+        self.phis.append((None, came_from, preds))
+        if self.block_stack is None:
+            self.block_stack = self._tape_for(int64)
+        self.b.tape_push(self.block_stack, came_from.result)
+
+    def _forward_phi(self, op: ops.Phi) -> None:
+        new = self.b.phi(op.result.type, self.blocks[op.block], hint=op.result.hint)
+        self.values[op.result] = new.result
+        self.phis.append((op, new, None))
+        if _is_float_array(op.result.type):
+            shadow = self.b.phi(_writable(op.result.type), self.blocks[op.block])
+            self.phis.append((("shadow", op, None), shadow, None))
+            self.shadows[op.result] = shadow.result
+        if isinstance(op.result.type, TupleType) and _has_adjoint(op.result.type):
+            self._refuse_nested(op.result, op)
+            for k, t in enumerate(op.result.type.elements):
+                if _is_float_array(t):
+                    shadow = self.b.phi(_writable(t), self.blocks[op.block])
+                    self.phis.append((("shadow", op, k), shadow, None))
+                    self.shadows[Entry(op.result, k)] = shadow.result
+
+    def _fill_forward_phis(self) -> None:
+        for old, new, preds in self.phis:
+            if old is None:  # the came_from phi: the index of each predecessor
+                for k, pred in enumerate(preds):
+                    new.add_incoming(self.exit_of[pred], self._const_at_end(pred, k))
+                continue
+            shadow = isinstance(old, tuple)
+            phi, k = (old[1], old[2]) if shadow else (old, None)
+            for pred, value in phi.incoming:
+                if not shadow:
+                    incoming = self.values[value]
+                else:
+                    incoming = self.shadows.get(value if k is None else Entry(value, k))
+                if incoming is None:  # a constant array flowing into an array phi
+                    self.b.position_before_terminator(self.exit_of[pred])
+                    array = self.values[value]
+                    if k is not None:
+                        array = self.b.tuple_getitem(array, k)
+                    incoming = self.b.call(np.zeros_like, [array], type=new.result.type)
+                new.add_incoming(self.exit_of[pred], incoming)
+        # now that every phi has its inputs, keep what the pullback reads
+        for old, new, _ in self.phis:
+            if old is None or isinstance(old, tuple):
+                continue
+            block = self.blocks[old.block]
+            self.b.position_at_end(block)
+            self._keep_after_phis(old, new, block)
+
+    def _keep_after_phis(self, old: ops.Phi, new: ops.Phi, block: Block) -> None:
+        """Keep phi results (and phi shadows) at the first non-phi position of their block."""
+        index = len(block.phis)
+        tail = block.ops[index:]
+        block.ops = block.ops[:index]
+        if old.result in self.need:
+            self.keep(old.result, new.result)
+        if old.result in self.shadows:
+            self.keep(old.result, self.shadows[old.result], key=("shadow", old.result))
+        for op in tail:
+            block.append(op)
+
+    def _const_at_end(self, pred: Block, k: int) -> Value:
+        self.b.position_before_terminator(self.exit_of[pred])
+        return self.b.const(k, int64)
+
+    def emit_clone(self, op: Op) -> Op:
+        return self.b.emit(clone_op(op, self.values, self.blocks))
+
+    def after_definition(self, op: Op) -> None:
+        if op.result is not None and op.result in self.need:
+            self.keep(op.result, self.values[op.result])
+
+    def fw_default(self, op: Op) -> None:
+        self.emit_clone(op)
+        self.after_definition(op)
+        result = op.result
+        if result is not None and _is_float_array(result.type):
+            if _view_source(op) in self.constant_arrays:
+                self.constant_arrays.add(result)  # a view of constant data
+                return
+            self._make_shadow(result, self.values[result], self._shadow_of_result(op))
+
+    def _shadow_of_result(self, op: Op) -> Optional[Value]:
+        """Views share their source's shadow; other new arrays get a fresh zero shadow."""
+        if isinstance(op, ops.TupleGetItem):  # the array in the tuple: its shadow is the entry's
+            return self.shadows.get(Entry(op.tuple, op.index))
+        source = _view_source(op)
+        if source is None or source not in self.shadows:
+            return None
+        src_shadow = self.shadows[source]
+        if isinstance(op, ops.GetItem):
+            return self.b.getitem(src_shadow, self.values[op.index])
+        if isinstance(op, ops.GetAttr):
+            return self.b.getattr(src_shadow, op.name)
+        if isinstance(op, ops.Call):
+            return self.b.call(op.callee, [src_shadow, *(self.values[a] for a in op.positional[1:])],
+                               {k: self.values[v] for k, v in op.keywords.items()})
+        args = [self.values[a] for a in op.positional]
+        return self.b.method_call(op.method, src_shadow, args)
+
+    def fw_setitem(self, op: ops.SetItem) -> None:
+        # save what the write overwrites, so the pullback can restore it
+        self._refuse_write_through_reshape(op, op.target)
+        target, index = self.values[op.target], self.values[op.index]
+        earlier = _earlier_read(op)
+        if earlier is not None and earlier in self.kept:
+            # `a[i] += ...` read a[i] already and kept it: that is the value to restore
+            self.kept[("saved", op)] = ("alias", earlier)
+            self.emit_clone(op)
+            return
+        old_value = self.b.getitem(target, index, type=_item_type(op))
+        if isinstance(old_value.type, ArrayType):
+            old_value = self.b.method_call("copy", old_value, [])
+        self.keep(op, old_value, key=("saved", op))
+        self.emit_clone(op)
+
+    def fw_inplace(self, op: ops.InplaceBinary) -> None:
+        self._refuse_write_through_reshape(op, op.target)
+        target = self.values[op.target]
+        self.keep(op, self.b.method_call("copy", target, []), key=("saved", op))
+        self.emit_clone(op)
+        if op.target in self.shadows:
+            # the result is the target itself: it shares the target's shadow
+            self.shadows[op.result] = self.shadows[op.target]
+            self.shadow_alias[op.result] = op.target
+        self.after_definition(op)
+
+    def _refuse_write_through_reshape(self, op: Op, target: Value) -> None:
+        """reshape/ravel/ascontiguousarray results get shadows of their own (they may be
+        copies), so a write through one would not reach the gradient of the array it views:
+        refuse it."""
+        while True:
+            source_op = getattr(target, "op", None)
+            if source_op is None:
+                return
+            if _name(source_op) in ("reshape", "ravel", "ascontiguousarray", "expand_dims") \
+                    and _is_float_array(target.type):
+                raise self.unsupported(op, "writing into the result of reshape/ravel/"
+                                       "ascontiguousarray in reverse mode", "write into the "
+                                       "original array, or copy the reshaped array first "
+                                       "(.copy())")
+            source = _view_source(source_op)
+            if source is None:
+                return
+            target = source
+
+    def fw_return(self, op: ops.Return) -> None:
+        out = self.values[op.value]
+        if isinstance(out.type, ArrayType):
+            out = self.b.method_call("copy", out, [])  # the pullback restores written arrays
+        self.b.store(self.out_var, out)
+        self.b.store(self.return_var, self.b.const(len(self.returns), int64))
+        self.returns.append(op.block)
+        self.b.jump(self.handoff)
+
+    def _hand_over(self) -> None:
+        """handoff -> resume -> the reverse of the block whose return was taken."""
+        self.b.position_at_end(self.handoff)
+        self.b.jump(self.resume)
+        self.b.position_at_end(self.resume)
+        if not self.returns:  # every path raises: the pullback is never reached
+            self.b.jump(self.finish)
+            return
+        taken = self.b.load(self.return_var) if len(self.returns) > 1 else None
+        for k, block in enumerate(self.returns[:-1]):
+            rest = self.b.new_block("resume_next")
+            self.b.branch(self.b.binary(ops.Eq, taken, self.b.const(k, int64)),
+                          self.rblocks[block], rest)
+            self.b.position_at_end(rest)
+        self.b.jump(self.rblocks[self.returns[-1]])
+
+    def fw_build_tuple(self, op: ops.BuildTuple) -> None:
+        if _has_adjoint(op.result.type):
+            self._refuse_nested(op.result, op)
+        self.emit_clone(op)
+        self.after_definition(op)
+        for k, item in enumerate(op.items):
+            if item in self.shadows:
+                self.shadows[Entry(op.result, k)] = self.shadows[item]
+
+
+def _item_type(op: ops.SetItem):
+    from ...ir import typing
+    import operator
+    return typing.call_result_type(operator.getitem, (op.target.type, op.index.type))
+
+
+def _shadow_item_type(op: ops.SetItem):
+    t = _item_type(op)
+    return ArrayType(t.dtype, t.ndim, t.layout, False) if isinstance(t, ArrayType) else t
+
+
+def _earlier_read(op: ops.SetItem) -> Optional[Value]:
+    """A scalar read `op.target[op.index]` earlier in op's block with nothing in between that
+    could write memory: it holds what `op` overwrites."""
+    block = op.block
+    for earlier in reversed(block.ops[:block.ops.index(op)]):
+        if isinstance(earlier, ops.GetItem) and earlier.value is op.target \
+                and earlier.index is op.index and not isinstance(earlier.result.type, ArrayType):
+            return earlier.result
+        if not writes_no_memory(earlier):
+            return None
+    return None
+
+
+def _view_source(op: Op) -> Optional[Value]:
+    if isinstance(op, ops.GetItem) and isinstance(op.result.type, ArrayType):
+        # an index array (x[idx], x[mask]) copies: the result gets its own shadow
+        return None if _advanced_index(op) else op.value
+    if isinstance(op, ops.GetAttr) and op.name == "T":
+        return op.value
+    if isinstance(op, (ops.Call, ops.MethodCall)) and op.traits() & AXES_VIEW:
+        return _positional(op)[0]
+    # reshape/ravel may copy (a non-contiguous input): their results get their own shadows,
+    # sent back to the input by rv_reshape
+    return None
+
+
+def _advanced_index(op: ops.GetItem) -> bool:
+    t = op.index.type
+    items = t.elements if isinstance(t, TupleType) else (t,)
+    return any(isinstance(item, ArrayType) for item in items)
+
+
+def _values_of(op: Op) -> tuple:
+    return (*op.operands, *([op.result] if op.result is not None else []))

@@ -1,0 +1,287 @@
+"""numpy functions that move entries without combining them: copies, reshapes, views (transposes),
+joins (np.concatenate, np.stack, ...), triangles and diagonals, fills, and allocations. Each is
+registered once with its forward rule (the same call on the tangent: they are linear), its
+adjoint, what the adjoint reads, the keywords it reads and its traits (`registry.py`). Their test
+cases are at the bottom (`CASES`), and in the systematic suite (`tests/rules/`).
+"""
+
+from __future__ import annotations
+
+from .. import _numba as nb
+import numpy as np
+
+from ..ir import ops
+from ..ir.traits import ALLOCATES, AXES_VIEW, VIEW
+from ..ir.types import ArrayType, int64, none
+from .define import (Attribute, Method, RuleNotApplicable, defzero, linear_attribute, linear_call,
+               linear_method, no_adjoint)
+from .operands import (describe, keyword_values, positional, reads_first, reads_nothing,
+                       reads_options)
+from .registry import ANY_KEYWORD, has_adjoint, register
+from .cases import MAT as _MAT, VEC as _VEC, array_case as _E, uniform as _uniform
+
+
+# --- copies and reshapes -------------------------------------------------------------------------
+
+def _copy_adjoint(rv, op) -> None:
+    rv.send(positional(op)[0], rv.shadow(op.result))
+
+
+def _reshape_adjoint(rv, op) -> None:
+    """reshape, ravel, expand_dims: the result's shadow, reshaped back (they may copy: a
+    non-contiguous input, so the result has a shadow of its own)."""
+    operand = positional(op)[0]
+    shadow_out = rv.shadow(op.result)
+    if shadow_out is None:
+        return
+    shape = rv.b.getattr(rv.recall(operand), "shape")
+    back = rv.b.method_call("reshape", rv.b.method_call("copy", shadow_out, []), [shape])
+    rv.send(operand, back)
+
+
+for _fn, _adjoint, _reads in [(np.copy, _copy_adjoint, reads_nothing),
+                              (np.ascontiguousarray, _copy_adjoint, reads_nothing),
+                              (np.reshape, _reshape_adjoint, reads_first),
+                              (np.ravel, _reshape_adjoint, reads_first),
+                              (np.expand_dims, _reshape_adjoint, reads_first)]:
+    register(_fn, jvp=linear_call(_fn), adjoint=_adjoint, reads=_reads, keywords=())
+for _name, _adjoint, _reads in [("copy", _copy_adjoint, reads_nothing),
+                                ("reshape", _reshape_adjoint, reads_first),
+                                ("ravel", _reshape_adjoint, reads_first)]:
+    register(Method(_name), jvp=linear_method(_name), adjoint=_adjoint, reads=_reads,
+             keywords=())
+
+
+# --- views: their shadows are the same views of their sources' shadows --------------------------
+
+# always a view of the first argument, its axes permuted: a write through the view reaches the
+# argument's gradient, and nothing needs sending back
+for _fn in (np.transpose, np.swapaxes, np.moveaxis):
+    register(_fn, jvp=linear_call(_fn), adjoint=no_adjoint, reads=reads_nothing, keywords=(),
+             traits=AXES_VIEW | VIEW)
+register(Method("transpose"), jvp=linear_method("transpose"), adjoint=no_adjoint,
+         reads=reads_nothing, keywords=(), traits=AXES_VIEW | VIEW)
+register(Attribute("T"), jvp=linear_attribute("T"))
+
+# may return a view of their argument: a write to the result may write the argument (what
+# `ad/readonly.py` asks)
+for _name in ("reshape", "ravel", "asarray", "ascontiguousarray", "squeeze", "expand_dims",
+              "atleast_1d", "atleast_2d", "atleast_3d", "diagonal", "real", "imag", "flip",
+              "fliplr", "flipud", "rot90", "broadcast_to"):
+    register(getattr(np, _name), traits=VIEW)
+
+
+# --- joins: np.concatenate, np.stack, np.vstack, np.hstack ---------------------------------------
+
+def _join_adjoint(rv, op) -> None:
+    """Each piece's shadow gets its part of the result's shadow (pieces of a tuple built in the
+    kernel)."""
+    g = rv.shadow(op.result)
+    pieces = positional(op)[0]
+    builder = getattr(pieces, "op", None)
+    if g is None:
+        return
+    if not isinstance(builder, ops.BuildTuple):
+        raise rv.unsupported(op, f"{describe(op)} of a tuple not built in the kernel, in "
+                             "reverse mode", "pass the arrays as a tuple literal: "
+                             "np.concatenate((a, b))")
+    stacked, axis = _join_kind(op, pieces.type.elements[0].ndim)
+    if axis is None:
+        raise rv.unsupported(op, f"{describe(op)} along an axis computed at run time, in "
+                             "reverse mode", "write the axis as a constant")
+    b = rv.b
+    axis_value = b.const(axis % g.type.ndim, int64)
+    start = b.const(0, int64)
+    for k, item in enumerate(builder.items):
+        shadow = rv.shadow(item) if has_adjoint(item.type) else None
+        if stacked:
+            if shadow is not None:
+                b.call(add_stacked_piece, [shadow, g, b.const(k, int64), axis_value], type=none)
+            continue
+        if shadow is not None:
+            b.call(add_concatenated_piece, [shadow, g, start, axis_value], type=none)
+        if k + 1 < len(builder.items):
+            length = b.getitem(b.getattr(rv.recall(item), "shape"), axis_value, type=int64)
+            start = b.add(start, length)
+
+
+def _join_reads(op) -> set:
+    """A join's pullback reads the pieces (their lengths along the axis)."""
+    builder = getattr(positional(op)[0], "op", None)
+    return set(builder.items) if isinstance(builder, ops.BuildTuple) else {positional(op)[0]}
+
+
+def _join_kind(op, piece_ndim: int) -> tuple:
+    """(stacked, axis) of a join: stack adds an axis, concatenate extends one."""
+    fn = op.callee
+    if fn is np.vstack:
+        return (piece_ndim == 1, 0)
+    if fn is np.hstack:
+        return (False, 0 if piece_ndim == 1 else 1)
+    return (fn is np.stack, _constant_axis(op))
+
+
+def _constant_axis(op):
+    values = list(keyword_values(op)) + list(positional(op)[1:])
+    if not values:
+        return 0
+    const = getattr(values[0], "op", None)
+    if not isinstance(const, ops.Constant):
+        return None  # not known when the rule is built: refused by the caller
+    return int(const.value)
+
+
+@nb.njit
+def add_concatenated_piece(shadow, g, start, axis):
+    """shadow += the piece of g that concatenate took from shadow's array, starting at `start`
+    along `axis` (the adjoint of np.concatenate is a split)."""
+    n = shadow.shape[axis]
+    shadow += np.swapaxes(np.swapaxes(g, 0, axis)[start:start + n], 0, axis)
+    return None
+
+
+@nb.njit
+def add_stacked_piece(shadow, g, k, axis):
+    """shadow += entry k of g along the new `axis` np.stack made. (moveaxis, not swapaxes:
+    swapping axes 0 and 2 of a 3-d g also reverses the piece's own axes, and numba's `+=`
+    does not check shapes: stacking matrices along axis -1 had a wrong gradient.)"""
+    shadow += np.moveaxis(g, axis, 0)[k]
+    return None
+
+
+for _fn in (np.concatenate, np.stack, np.vstack, np.hstack):
+    register(_fn, jvp=linear_call(_fn), adjoint=_join_adjoint, reads=_join_reads,
+             keywords=("axis",))
+
+
+# --- triangles and diagonals: self-adjoint -------------------------------------------------------
+
+def _self_adjoint(rv, op) -> None:
+    """np.tril, np.triu, and np.diag of a vector: the adjoint of x -> f(x, k) is g -> f(g, k)
+    (a triangle mask is a projection; diag(v, k) places v on diagonal k and diag(G, k) reads
+    it back)."""
+    shadow_out = rv.shadow(op.result)
+    if shadow_out is None:
+        return
+    operand, rest = positional(op)[0], [rv.recall(v) for v in positional(op)[1:]]
+    if op.callee is np.diag and operand.type.ndim == 2:  # diag of a matrix: a vector
+        shadow = rv.shadow(operand)
+        if shadow is not None:
+            k = rest[0] if rest else rv.b.const(0, int64)
+            rv.b.call(add_along_diagonal, [shadow, shadow_out, k], type=none)
+        return
+    rv.send(operand, rv.b.call(op.callee, [shadow_out, *rest]))
+
+
+@nb.njit
+def add_along_diagonal(gx, g, k):
+    """gx's diagonal k += g: the adjoint of np.diag(x, k) for a matrix x (any shape)."""
+    for i in range(g.shape[0]):
+        if k >= 0:
+            gx[i, i + k] += g[i]
+        else:
+            gx[i - k, i] += g[i]
+    return None
+
+
+for _fn in (np.diag, np.tril, np.triu):
+    register(_fn, jvp=linear_call(_fn), adjoint=_self_adjoint, reads=reads_options, keywords=())
+
+
+# --- fills and allocations -----------------------------------------------------------------------
+
+def _full_rule(b, primals, tangents, kwargs):
+    """np.full(shape, v) / np.full_like(a, v): the tangent is filled with dv."""
+    if tangents[0] is not None and primals[0].type.is_scalar:
+        raise RuleNotApplicable("the shape argument carries no tangent")
+    dv = tangents[1] if len(tangents) > 1 else None
+    if dv is None:
+        return None
+    like = isinstance(primals[0].type, ArrayType)
+    return b.call(np.full_like if like else np.full, [primals[0], dv], kwargs)
+
+
+def _full_adjoint(rv, op) -> None:
+    """v gets the sum of the result's adjoint (a's values do not matter, only its shape)."""
+    values = list(positional(op)[1:2]) + [v for k, v in op.keywords.items()
+                                          if k == "fill_value"]
+    dy = rv.shadow(op.result)
+    if dy is not None and values and has_adjoint(values[0].type):
+        rv.send(values[0], dy)
+
+
+for _fn in (np.full, np.full_like):
+    register(_fn, jvp=_full_rule, adjoint=_full_adjoint, reads=reads_nothing,
+             keywords=("fill_value",))
+
+# Allocations take only the shape (and dtype) of their argument: a fresh array whose tangent is
+# zero (the forward pass materialises a zero array for it, which later writes update), from
+# which nothing flows back.
+for _fn in (np.empty_like, np.zeros_like, np.ones_like, np.empty, np.zeros, np.ones):
+    defzero(_fn)
+for _fn in (np.empty_like, np.zeros_like, np.ones_like, np.empty, np.zeros, np.ones, np.eye,
+            np.identity, np.tri):
+    register(_fn, adjoint=no_adjoint, keywords=ANY_KEYWORD, traits=ALLOCATES)
+
+register(len, adjoint=no_adjoint, keywords=())
+
+
+# --- np.diff: differences of neighbours (the worked example of docs/rules.md) ------------------
+
+def _diff_adjoint(rv, op) -> None:
+    """y = np.diff(x) of a vector, y[k] = x[k + 1] - x[k]: x[k] gets g[k - 1] - g[k]."""
+    x = positional(op)[0]
+    if len(positional(op)) > 1 or x.type.ndim != 1:
+        raise rv.unsupported(op, f"{describe(op)} of a matrix or with n > 1, in reverse mode",
+                             "apply np.diff to vectors, once per order")
+    g = rv.shadow(op.result)
+    if g is not None:
+        rv.send(x, rv.b.call(diff_adjoint, [g]))
+
+
+@nb.njit
+def diff_adjoint(g):
+    dx = np.zeros(g.shape[0] + 1, g.dtype)
+    for k in range(g.shape[0]):
+        dx[k] -= g[k]
+        dx[k + 1] += g[k]
+    return dx
+
+
+register(np.diff, jvp=linear_call(np.diff), adjoint=_diff_adjoint, reads=reads_nothing,
+         keywords=())
+
+
+# --- test cases (checked in every mode against finite differences) ---------------------------
+
+CASES = [
+    _E("diff", lambda x: np.diff(x), _VEC),
+    _E("diff_of_rows", lambda x: np.diff(x), _MAT),  # forward mode: along the last axis
+    _E("diff_second_order", lambda x: np.diff(x, 2), _VEC),  # forward mode
+    _E("concatenate", lambda x, y: np.concatenate((x, y)) * 2.0, _VEC, _uniform(-2.0, 2.0, 3)),
+    _E("concatenate_axis_1", lambda x, y: np.concatenate((x, y), axis=1) ** 2, _MAT,
+       _uniform(-2.0, 2.0, 3, 2)),
+    _E("concatenate_three", lambda x, y: np.concatenate((x, y, x * y)), _VEC, _VEC),
+    _E("stack", lambda x, y: np.stack((x, y)) ** 2, _VEC, _VEC),
+    _E("stack_axis_1", lambda x, y: np.stack((x, y), axis=1) ** 2, _VEC, _VEC),
+    _E("vstack", lambda x, y: np.vstack((x, y)) ** 2, _VEC, _VEC),
+    _E("hstack_matrices", lambda x, y: np.hstack((x, y)) ** 2, _MAT, _MAT),
+    _E("diag_of_matrix", lambda x: np.diag(x), _MAT),
+    _E("diag_of_vector", lambda x: np.diag(x), _VEC),
+    _E("diag_offset", lambda x: np.diag(x, 1) * 2.0, _uniform(-2.0, 2.0, 4, 4)),
+    _E("tril", lambda x: np.tril(x), _MAT),
+    _E("tril_offset", lambda x: np.tril(x, -1), _uniform(-2.0, 2.0, 4, 4)),
+    _E("triu", lambda x: np.triu(x, 1), _MAT),
+    _E("transpose", lambda x: np.transpose(x), _MAT),
+    _E("transpose_axes", lambda x: np.transpose(x, (1, 0)), _MAT),
+    _E("copy", lambda x: np.copy(x), _MAT),
+    _E("ascontiguousarray", lambda x: np.ascontiguousarray(x.T) * 2.0, _MAT),
+    _E("ravel", lambda x: np.ravel(x), _MAT),
+    _E("reshape", lambda x: np.reshape(x, (4, 3)), _MAT),
+    _E("method_copy", lambda x: x.copy(), _MAT),
+    _E("method_ravel", lambda x: x.ravel(), _MAT),
+    _E("method_reshape", lambda x: x.reshape(4, 3), _MAT),
+    _E("method_reshape_tuple", lambda x: x.reshape((2, 6)), _MAT),
+    _E("method_transpose", lambda x: x.transpose(), _MAT),
+    _E("attribute_T", lambda x: x.T, _MAT),
+]
