@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from ..ir import ops
 from ..ir.core import Op
+from .define import Attribute, Method
 
 
 def primitive(op: Op):
     """The key of the op's rules: the callee, `Method(name)`, `Attribute(name)` or the op class."""
-    from .define import Attribute, Method
     if isinstance(op, ops.Call):
         return op.callee
     if isinstance(op, ops.MethodCall):
