@@ -30,6 +30,9 @@ try:
     from numba.core.registry import CPUDispatcher  # noqa: F401
     from numba.core.typing.templates import Signature  # noqa: F401
     from numba.core.unsafe import eh as _eh
+    from numba.core import cgutils  # noqa: F401
+    from numba.core.imputils import impl_ret_borrowed  # noqa: F401
+    from numba.cpython import listobj  # noqa: F401
     from numba.core.compiler_lock import global_compiler_lock  # noqa: F401
     from numba.misc.special import prange  # noqa: F401
     from numba.np.ufunc.dufunc import DUFunc  # noqa: F401
@@ -39,6 +42,7 @@ except ImportError as exc:  # pragma: no cover - only on an unsupported numba
 typeof = numba.typeof
 # numba's public API moonlite uses, here too: no other module of moonlite imports numba
 njit = numba.njit
+intrinsic = numba.extending.intrinsic
 vectorize = numba.vectorize
 typed = numba.typed  # typed.List: tapes of the vjp cut
 

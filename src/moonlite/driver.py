@@ -28,6 +28,7 @@ from .ad.guards import written_arguments
 from .ad.inline import inline_njit_calls
 from .ad.reverse import reverse_transform, reverse_transform_split
 from .capture import capture_types
+from .ir.loop_exits import add_loop_exit_phis
 from .debug import on_mode_change, verified, verified_in_debug
 from .errors import UNKNOWN_LOC, CaptureError, SourceLoc, UnsupportedError
 from .ir import Builder
@@ -126,7 +127,8 @@ def derived_reverse_split(f, argtypes: tuple) -> tuple:
 def _inlined_primal(f, argtypes: tuple):
     """`f`'s primal IR with every njit call inlined: what reverse mode starts from."""
     primal = verified_in_debug(primal_ir(f, argtypes), "capture")
-    return verified(inline_njit_calls(primal, context=PASS_CONTEXT), "inlining")
+    flat = verified(inline_njit_calls(primal, context=PASS_CONTEXT), "inlining")
+    return verified(add_loop_exit_phis(flat), "loop-exit phis")  # flat is a fresh copy
 
 
 def _precise_written(primal):

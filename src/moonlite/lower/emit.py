@@ -20,6 +20,7 @@ from ..ir import ops
 from ..ir.cfg import reverse_post_order
 from ..ir.core import Argument, Function, Value
 from ..ir.types import ArrayType, BoolType, FloatType, IntType
+from . import tapes
 from .helpers import CHECKED_BINOPS, select_impl
 
 ir = nb.ir
@@ -297,21 +298,21 @@ class NumbaEmitter:
     def on_store_local(self, op: ops.StoreLocal, loc) -> None:
         self.current.append(ir.Assign(self.var(op.value), self.local(op.var), loc))
 
+    # Tapes go through intrinsics (lower/tapes.py), not list methods: a bound method increfs
+    # and decrefs the list on every push and pop.
+
     def on_tape_new(self, op: ops.TapeNew, loc) -> None:
-        # an empty list literal: numba infers its element type from the appends
-        self.define(op.result, ir.Expr.build_list([], loc), loc)
+        element = self.global_var(op.element_type.to_numba(), loc, "element_type")
+        self._call(op.result, tapes.tape_new, [element], (), loc)
 
     def on_tape_push(self, op: ops.TapePush, loc) -> None:
-        method = self.temp(ir.Expr.getattr(self.var(op.tape), "append", loc), loc, "push")
-        self.temp(ir.Expr.call(method, [self.var(op.value)], (), loc), loc, "pushed")
+        self._call(None, tapes.tape_push, [self.var(op.tape), self.var(op.value)], (), loc)
 
     def on_tape_pop(self, op: ops.TapePop, loc) -> None:
-        method = self.temp(ir.Expr.getattr(self.var(op.tape), "pop", loc), loc, "pop")
-        self.define(op.result, ir.Expr.call(method, [], (), loc), loc)
+        self._call(op.result, tapes.tape_pop, [self.var(op.tape)], (), loc)
 
     def on_tape_top(self, op: ops.TapePeek, loc) -> None:
-        minus_one = self.temp(ir.Const(-1, loc), loc, "top")
-        self.define(op.result, ir.Expr.getitem(self.var(op.tape), minus_one, loc), loc)
+        self._call(op.result, tapes.tape_top, [self.var(op.tape)], (), loc)
 
     def on_raise(self, op: ops.Raise, loc) -> None:
         if all(ops.is_constant(a) for a in op.args):

@@ -4,8 +4,6 @@ handling live in the mixins: `keep`, `adjoints`, `sweep`, `pullback`, `elementwi
 
 from __future__ import annotations
 
-from __future__ import annotations
-
 import linecache
 from typing import Optional
 

@@ -5,8 +5,6 @@ A mixin of the reverse pass (`core._ReversePass`)."""
 
 from __future__ import annotations
 
-from __future__ import annotations
-
 
 
 from ...ir import ops
