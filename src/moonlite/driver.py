@@ -25,6 +25,7 @@ from . import _numba as nb
 from .ad.context import PassContext
 from .ad.forward import forward_transform
 from .ad.guards import written_arguments
+from .ad.hoist import hoist_loop_invariants
 from .ad.inline import inline_njit_calls
 from .ad.reverse import reverse_transform, reverse_transform_split
 from .capture import capture_types
@@ -128,7 +129,9 @@ def _inlined_primal(f, argtypes: tuple):
     """`f`'s primal IR with every njit call inlined: what reverse mode starts from."""
     primal = verified_in_debug(primal_ir(f, argtypes), "capture")
     flat = verified(inline_njit_calls(primal, context=PASS_CONTEXT), "inlining")
-    return verified(add_loop_exit_phis(flat), "loop-exit phis")  # flat is a fresh copy
+    # both in place: `flat` is a fresh copy
+    hoisted = verified(hoist_loop_invariants(flat), "loop-invariant code motion")
+    return verified(add_loop_exit_phis(hoisted), "loop-exit phis")
 
 
 def _precise_written(primal):

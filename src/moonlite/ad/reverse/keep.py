@@ -34,7 +34,7 @@ class KeptValues:
             value = work.pop()
             if value in need or value in self.remat:
                 continue
-            if rematerializable(self.fn, value, self._written, kept_anyway):
+            if rematerializable(self.fn, value, self._written, kept_anyway, self.loop_blocks):
                 self.remat.add(value)
                 work.extend(value.op.operands)
             else:

@@ -10,9 +10,11 @@ reverse pass keeps as little as it can:
 - `rematerializable(value)`: values cheaper to recompute in the pullback than to keep: integer
   arithmetic, casts, shapes, and reads `a[i]` of arrays the function never writes (the pullback
   restores written arrays only as it goes, so reads of those must be kept); scalar float
-  arithmetic and `math` functions whose operands are themselves recomputable or kept anyway.
-  Measured on rosenbrock (1e6 entries): a list tape costs ~10 ns per push and pop, an array tape
-  ~3.5 ns (memory traffic), recomputing the loop body's arithmetic ~1.3 ns.
+  arithmetic and `math` functions whose operands are themselves recomputable or kept anyway,
+  except `math` functions in loops (kept: cheaper than calling them again).
+  Measured on rosenbrock (1e6 entries): a list tape cost ~10 ns per push and pop (before tapes
+  went through intrinsics, `lower/tapes.py`: now 1-2 ns), an array tape ~3.5 ns (memory
+  traffic), recomputing the loop body's arithmetic ~1.3 ns.
 """
 
 from __future__ import annotations
@@ -102,19 +104,24 @@ def _dry_run(primitive, types: tuple, kwnames: tuple, kwtypes: tuple,
 
 
 def rematerializable(fn: Function, value: Value, written_cache: dict,
-                     kept_anyway: frozenset = frozenset()) -> bool:
+                     kept_anyway: frozenset = frozenset(), loop_blocks=frozenset()) -> bool:
     """True if the pullback may recompute `value` from values it can read. A scalar float op
     qualifies when each operand is recomputable or in `kept_anyway` (recomputing `a + b` from
-    two kept values would keep two values instead of one)."""
+    two kept values would keep two values instead of one); a `math` call in a loop does not
+    (`loop_blocks`): a tape push and pop cost 1-2 ns, a sin or exp 5-20 ns (RK4 whose stages
+    call sin: the pullback recomputed sin and called cos, 40% of the gradient's time)."""
     op = getattr(value, "op", None)
     if op is None:
+        return False
+    if is_math_call(op) and op.block in loop_blocks:
         return False
     if _scalar_float_op(op):
         key = ("float op", value)  # memoised: shared operands would make this exponential
         if key not in written_cache:
             written_cache[key] = False  # (no cycles through phis, but be safe)
             written_cache[key] = all(isinstance(v, Argument) or v in kept_anyway
-                                     or rematerializable(fn, v, written_cache, kept_anyway)
+                                     or rematerializable(fn, v, written_cache, kept_anyway,
+                                                         loop_blocks)
                                      for v in op.operands)
         return written_cache[key]
     if isinstance(op, ops.Constant):
