@@ -1,7 +1,7 @@
 """Memory and threads (issue #8).
 
 - Memory: 100,000 calls of `moonlite.grad` of array kernels (temporaries, a loop that needs a tape,
-  a numpy expression) must not leak: numba's NRT allocation count minus free count does not grow
+  a tape of arrays, a numpy expression) must not leak: numba's NRT allocation count minus free count does not grow
   between warm-up and the end. Run in a subprocess, because `NUMBA_NRT_STATS=1` has to be set
   before numba is imported.
 - Threads: several Python threads calling `grad` and `jvp` on the same fresh function at once get
@@ -50,8 +50,17 @@ LEAK_SCRIPT = textwrap.dedent('''
     def expression(x):
         return np.sum(np.tanh(x) * np.exp(-x * x)) + np.dot(x, x)
 
+    @njit
+    def taped_arrays(x):
+        # a new array every iteration, read by the pullback: a tape of arrays
+        s = 0.0
+        for i in range(3):
+            t = np.sin(x * (i + 1.0))
+            s += np.sum(t * t)
+        return s
+
     x = np.linspace(-1.0, 1.0, 16)
-    kernels = [moonlite.grad(f) for f in (temporaries, taped_loop, expression)]
+    kernels = [moonlite.grad(f) for f in (temporaries, taped_loop, expression, taped_arrays)]
 
     def net():
         gc.collect()
@@ -85,7 +94,7 @@ LEAK_SCRIPT = textwrap.dedent('''
 def test_grad_does_not_leak_nrt_memory():
     env = dict(os.environ, NUMBA_NRT_STATS="1",
                PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    calls = 100_000 // 3 + 1  # per kernel: 100,002 grad calls in total
+    calls = 100_000 // 4  # per kernel: 100,000 grad calls in total
     done = subprocess.run([sys.executable, "-c", LEAK_SCRIPT, str(calls)], env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
