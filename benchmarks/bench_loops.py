@@ -9,6 +9,9 @@ the Python overhead of finding the rule and packing tangents. "tape B/it" is the
 bench_reverse.py: 8 bytes per TapePush in the innermost loop of the derived reverse rule (the
 loop with the fewest blocks, which may be one of several inner loops); the second number counts
 the pushes in the outermost pushing loop's body once each (static, not per inner iteration).
+"pushes never read" counts pushes onto tapes the pullback never reads (0: every byte kept is a
+byte read). "width-8 jvp / 8 jvps" is one compiled forward evaluation carrying 8 tangent
+directions of the first argument over 8 single-direction evaluations (below 1: batching pays).
 The JAX column (only where `import jax` works) is `jax.jit(jax.grad(...))` of the same kernel
 in jax.numpy with lax.fori_loop/scan, float64, for three kernels; it includes JAX's dispatch.
 """
@@ -24,6 +27,7 @@ import numpy as np
 import moonlite
 from bench_reverse import central_difference_gradient, tape_bytes_per_iteration
 from common import best_time
+from moonlite.driver import derived_forward_rule
 from moonlite.ir import natural_loops, ops
 from loop_kernels import (gmm_loglik, kinematic_chain, llsq, lstm, reprojection, rk4,
                           stream_lse)
@@ -144,7 +148,36 @@ def measure(f, make_args, repeat, check):
         res["jvp_call_err"] = f"{type(e).__name__}: {str(e).splitlines()[0][:80]}"
     res["tape"] = tape_bytes_per_iteration(f, make_args())
     res["tape_outer"] = outer_tape_bytes(f, make_args())
+    res["unread"] = unread_pushes(moonlite.build_rrule(f, *args0).ir)
+    res["width8"] = batched_over_single(f, make_args, repeat)
     return res
+
+
+def unread_pushes(fn) -> int:
+    """Pushes onto tapes whose values the pullback never reads (no `tape.top`, and no
+    `tape.pop` whose result is used): 0 means every byte kept is a byte read."""
+    used = {v for op in fn.ops() for v in op.operands}
+    read = set()
+    for op in fn.ops():
+        if isinstance(op, ops.TapePeek) or (isinstance(op, ops.TapePop) and op.result in used):
+            read.add(op.tape)
+    return sum(isinstance(op, ops.TapePush) and op.tape not in read for op in fn.ops())
+
+
+def batched_over_single(f, make_args, repeat) -> float:
+    """Time of one width-8 forward evaluation (8 tangent directions on the first argument) over
+    8 single-direction ones, both compiled rules called directly."""
+    args = make_args()
+    argtypes = tuple(f.typeof_pyval(a) for a in args)
+    x = args[0]
+    seeds = [np.roll(np.eye(1, x.size, 0).reshape(x.shape), j) for j in range(8)]
+    one = derived_forward_rule(f, argtypes, 1, frozenset([0]))
+    eight = derived_forward_rule(f, argtypes, 8, frozenset([0]))
+    one(*make_args(), seeds[0])
+    eight(*make_args(), *seeds)
+    t1 = best_time(lambda *a: one(*a, seeds[0]), make_args, repeat)
+    t8 = best_time(lambda *a: eight(*a, *seeds), make_args, repeat)
+    return t8 / (8 * t1)
 
 
 def _jax_kernels():
@@ -210,8 +243,9 @@ def main():
     if jaxk is None:
         print("JAX not installed: no JAX column.\n")
     print("| kernel | size | primal | grad / primal | jvp (rule) / primal | jvp() / primal "
-          "| tape B/it: innermost / outer body | grad max rel err vs FD | first grad call | JAX jit(grad) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| width-8 jvp / 8 jvps | tape B/it: innermost / outer body | pushes never read "
+          "| grad max rel err vs FD | first grad call | JAX jit(grad) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     growth = []
     for name, f, unit, sizes, maker in _cases(quick):
         ratios = []
@@ -222,7 +256,7 @@ def main():
                 r = measure(f, make_args, repeat, check=(k == 0))
             except Exception as e:  # noqa: BLE001 -- UnsupportedError etc.: a finding
                 msg = f"{type(e).__name__}: {str(e).splitlines()[0][:100]}"
-                print(f"| {name} | {label} | refused | {msg} | | | | | | |")
+                print(f"| {name} | {label} | refused | {msg} | | | | | | | | |")
                 traceback.print_exc(file=sys.stderr)
                 break
             p = r["primal"]
@@ -241,7 +275,8 @@ def main():
             jc_s = f"{jc:.2f}" if jc is not None else r.get("jvp_call_err", "")
             err = f"{r['err']:.1e}" if "err" in r else ""
             print(f"| {name} | {label} | {p * 1e3:.3f} ms | {gr:.2f} | {jr_s} | {jc_s} | "
-                  f"{r['tape']} / {r['tape_outer']} | {err} | {r['first']:.2f} s | {jax_col} |", flush=True)
+                  f"{r['width8']:.2f} | {r['tape']} / {r['tape_outer']} | {r['unread']} | "
+                  f"{err} | {r['first']:.2f} s | {jax_col} |", flush=True)
         if len(ratios) == 3:
             growth.append((name, ratios))
     print("\n## Growth from the smallest to the largest size (100x trip count)\n")

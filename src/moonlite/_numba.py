@@ -33,6 +33,7 @@ try:
     from numba.core import cgutils  # noqa: F401
     from numba.core.imputils import impl_ret_borrowed  # noqa: F401
     from numba.cpython import listobj  # noqa: F401
+    from llvmlite import ir as llvm_ir  # noqa: F401  (the intrinsics of lower/tapes.py)
     from numba.core.compiler_lock import global_compiler_lock  # noqa: F401
     from numba.misc.special import prange  # noqa: F401
     from numba.np.ufunc.dufunc import DUFunc  # noqa: F401

@@ -159,23 +159,27 @@ def test_reverse_of_a_branch_in_a_loop_tapes_the_arm_taken():
     assert_gradient_matches_finite_differences(primal, rev, x)
 
 
-def test_reverse_of_a_product_through_a_double_loop_keeps_the_partial_products():
+def test_reverse_of_a_product_through_a_double_loop_keeps_only_the_partial_products():
     primal, rev, text = reverse_of(PRODUCT_2D)
     check_lines(text, [
         "%[[KEPT:\\d+]] = tape.new <float64> : tape<float64>",
-        "%[[TRIPS:\\d+]] = tape.new <int64> : tape<int64>",
-        # each outer iteration saves where the inner loop's counter was ...
+        # the inner loop's counter is not taped: every run of it ends at `cols` (below)
+        "NOT: tape.new <int64>",
         "%i = phi [bb{{\\d+}}: %zero], [bb{{\\d+}}: %i.next] : int64",
-        "tape.push %[[TRIPS]], %{{\\d+}}",
-        # ... and each inner one the running product the multiplication reads
+        # each inner iteration keeps the running product the multiplication reads
         "%q = phi [bb{{\\d+}}: %p], [bb{{\\d+}}: %q.next] : float64",
         "NEXT: tape.push %[[KEPT]], %q",
         "%q.next = mul %q, %xij : float64",
         # the reverse sweep reads the kept product where it needs it, and pops it once
         "tape.pop %[[KEPT]] : float64",
         "tape.top %[[KEPT]] : float64",
-        "tape.pop %[[TRIPS]] : int64",
+        # leaving the inner loop along its entry edge, the counter goes back to where the
+        # previous run ended: max(0, cols)
+        "%[[RAN:\\d+]] = lt %{{zero[.\\d]*}}, %[[COLS:cols[.\\d]*]] : bool",
+        "NEXT: %[[END:\\d+]] = select %[[RAN]], %[[COLS]], %{{zero[.\\d]*}} : int64",
+        "NEXT: store $[[COUNTER:counter\\d+]] %[[END]]",
     ])
+    assert "tape.new <int64>" not in text
     assert len(natural_loops(rev)) == 4
     x = np.random.default_rng(1).uniform(0.5, 1.5, (3, 4))
     assert_gradient_matches_finite_differences(primal, rev, x)

@@ -2,6 +2,8 @@
 leak nothing, tapes of arrays included, is checked with numba's NRT statistics in
 tests/test_memory_threads.py.)"""
 
+import math
+
 import numpy as np
 import numba
 import pytest
@@ -100,3 +102,77 @@ def test_reading_an_empty_tape_raises_instead_of_reading_memory():
         _pop_empty()
     with pytest.raises(IndexError, match="empty tape"):
         _top_empty()
+
+
+# --- tapes that keep their memory between calls -----------------------------------------------
+
+from moonlite.lower.tapes import SLOTS, tape_new_reused, tape_release  # noqa: E402
+
+_SLOT = next(SLOTS)
+
+
+@numba.njit
+def _use_reused_tape(n, leave):
+    tape = tape_new_reused(F64, _SLOT)
+    for i in range(n):
+        tape_push(tape, float(i))
+    s = 0.0
+    for i in range(n - leave):  # `leave` values stay on the tape when it goes back
+        s += tape_pop(tape)
+    tape_release(tape, _SLOT)
+    return s
+
+
+def test_a_reused_tape_starts_empty_whatever_the_last_call_left_on_it():
+    assert _use_reused_tape(1000, 10) == sum(range(10, 1000))
+    assert _use_reused_tape(5, 0) == sum(range(5))      # not the 10 values left behind
+    assert _use_reused_tape(3000, 0) == sum(range(3000))  # grows past the kept allocation
+
+
+@numba.njit
+def _reciprocals(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += math.exp(1.0 / x[i])  # exp is kept on a tape; 1 / 0 raises
+    return s
+
+
+def test_a_call_that_raises_midway_leaves_the_next_call_correct():
+    import moonlite
+    g = moonlite.grad(_reciprocals)
+    x = np.array([0.5, 1.0, 2.0])
+    expected = -np.exp(1.0 / x) / x ** 2
+    np.testing.assert_allclose(g(x), expected, rtol=1e-12)
+    with pytest.raises(ZeroDivisionError):
+        g(np.array([0.5, 0.0, 2.0]))  # the tape taken from the slot is not put back
+    np.testing.assert_allclose(g(x), expected, rtol=1e-12)
+    np.testing.assert_allclose(g(x), expected, rtol=1e-12)
+
+
+def test_threads_in_one_rule_never_share_a_tape():
+    import threading
+    import moonlite
+    g = moonlite.grad(_reciprocals)
+
+    @numba.njit(nogil=True)  # compiled code running in several threads at once
+    def summed_gradients(x, reps):
+        total = np.zeros_like(x)
+        for _ in range(reps):
+            total += g(x)
+        return total
+
+    xs = [np.linspace(0.5 + k, 2.0 + k, 3000) for k in range(4)]
+    expected = [-200 * np.exp(1.0 / x) / x ** 2 for x in xs]
+    summed_gradients(xs[0], 1)
+    results = [None] * 4
+
+    def work(k):
+        results[k] = summed_gradients(xs[k], 200)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in range(4):
+        np.testing.assert_allclose(results[k], expected[k], rtol=1e-10)

@@ -17,7 +17,7 @@ import numpy as np
 from .. import _numba as nb
 from ..errors import LoweringError
 from ..ir import ops
-from ..ir.cfg import reverse_post_order
+from ..ir.cfg import Dominators, natural_loops, reverse_post_order
 from ..ir.core import Argument, Function, Value
 from ..ir.types import ArrayType, BoolType, FloatType, IntType
 from . import tapes
@@ -109,6 +109,7 @@ class NumbaEmitter:
         for block in self.labels:
             self.nblocks[self.labels[block]] = ir.Block(self.scope, self.loc)
         self.current = self.nblocks[0]
+        self.reused_tapes = _reusable_tapes(self.fn, live)
         for arg in self.fn.args:
             self._emit_arg(arg)
         self._name_phis()
@@ -281,6 +282,7 @@ class NumbaEmitter:
                                       self.labels[op.if_false], loc))
 
     def on_return(self, op: ops.Return, loc) -> None:
+        self._release_tapes(loc)
         ret = self.temp(ir.Expr.cast(self.var(op.value), loc), loc, "ret")
         self.current.append(ir.Return(ret, loc))
 
@@ -303,7 +305,18 @@ class NumbaEmitter:
 
     def on_tape_new(self, op: ops.TapeNew, loc) -> None:
         element = self.global_var(op.element_type.to_numba(), loc, "element_type")
-        self._call(op.result, tapes.tape_new, [element], (), loc)
+        slot = self.reused_tapes.get(op.result)
+        if slot is None:
+            self._call(op.result, tapes.tape_new, [element], (), loc)
+            return
+        slot_var = self.temp(ir.Const(slot, loc), loc, "slot")
+        self._call(op.result, tapes.tape_new_reused, [element, slot_var], (), loc)
+
+    def _release_tapes(self, loc) -> None:
+        """Before a return: tapes that keep their memory go back to their slots."""
+        for tape, slot in self.reused_tapes.items():
+            slot_var = self.temp(ir.Const(slot, loc), loc, "slot")
+            self._call(None, tapes.tape_release, [self.var(tape), slot_var], (), loc)
 
     def on_tape_push(self, op: ops.TapePush, loc) -> None:
         self._call(None, tapes.tape_push, [self.var(op.tape), self.var(op.value)], (), loc)
@@ -322,6 +335,21 @@ class NumbaEmitter:
             args = tuple(self.var(a) if not ops.is_constant(a) else ops.constant_value(a)
                          for a in op.args)
             self.current.append(ir.DynamicRaise(op.exc_class, args, loc))
+
+
+def _reusable_tapes(fn: Function, live: set) -> dict:
+    """Tapes of numbers made once per call, in a block that dominates every return: tape value
+    -> a slot of its own, where the list waits for the next call (`lower/tapes.py`)."""
+    made = [op for b in fn.blocks if b in live for op in b.ops
+            if isinstance(op, ops.TapeNew)
+            and isinstance(op.element_type, (FloatType, IntType, BoolType))]
+    if not made:
+        return {}
+    in_loops = set().union(*(lp.body for lp in natural_loops(fn)))
+    dom = Dominators(fn)
+    returns = [b for b in live if isinstance(b.terminator, ops.Return)]
+    return {op.result: next(tapes.SLOTS) for op in made if op.block not in in_loops
+            and all(dom.dominates(op.block, r) for r in returns)}
 
 
 _HANDLERS = {

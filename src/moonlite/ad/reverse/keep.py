@@ -28,6 +28,8 @@ class KeptValues:
             reads_of |= reads(op)
         for ind in self.inductions.values():  # the pullback compares them to find its way
             reads_of |= {ind.phi.result, ind.init}
+            if ind.bound is not None:  # and sets the counter to where a run ends
+                reads_of.add(ind.bound)
         need, work = set(), list(reads_of)
         kept_anyway = frozenset(reads_of)
         while work:  # a recomputed value needs what it is computed from

@@ -7,7 +7,11 @@ such a loop the pullback instead keeps `i` in a local: the forward sweep stores 
 there; the pullback steps it back (`i - c`) when it leaves the header along the latch, and knows it
 came along the entry edge exactly when `i == init`. A loop inside another loop is entered many
 times, so the instance the local held before each entry is pushed once per entry (not once per
-iteration) and popped when the pullback leaves along the entry edge.
+iteration) and popped when the pullback leaves along the entry edge. Unless every run of the loop
+ends with the same counter: a `for i in range(init, n)` loop whose `init` and `n` do not change
+in the enclosing loops, and which is left only by its test, ends each run at `max(init, n)`; the
+pullback sets the counter to that when it leaves along the entry edge, and nothing is pushed
+(the kinematic chain's 3x3 products: 13 pushes a link).
 """
 
 from __future__ import annotations
@@ -16,8 +20,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ...ir import ops
-from ...ir.core import Block, Function, Value
-from ...ir.types import IntType
+from ...ir.core import Block, Function, Op, Value
+from ...ir.types import IntType, TupleType
 
 
 @dataclass
@@ -28,6 +32,7 @@ class Induction:
     entry: Block       # the predecessor outside the loop
     latch: Block       # the predecessor inside the loop
     reentered: bool    # the entry block is itself in a loop: the header is entered many times
+    bound: Optional[Value] = None  # n in `i < n` (step 1) when every run ends at max(init, n)
 
 
 def find_inductions(fn: Function, loops: list, preds: dict, loop_blocks: set) -> dict:
@@ -48,10 +53,54 @@ def find_inductions(fn: Function, loops: list, preds: dict, loop_blocks: set) ->
         for phi in header.phis:
             step = _counter_step(phi, latch)
             if step:
-                found[header] = Induction(phi, phi.value_from(entry), step, entry, latch,
-                                          reentered)
+                ind = Induction(phi, phi.value_from(entry), step, entry, latch, reentered)
+                if reentered:
+                    ind.bound = _same_end_every_run(ind, loop, loops, preds)
+                found[header] = ind
                 break
     return found
+
+
+def _same_end_every_run(ind: Induction, loop, loops: list, preds: dict) -> Optional[Value]:
+    """`n` if the loop is `i = init; while i < n: ...; i += 1`, left only by that test, with
+    `init` and `n` defined outside every loop around it: each run then ends at max(init, n)."""
+    if ind.step != 1:
+        return None
+    chain, block = [loop.header], loop.header
+    while isinstance(block.terminator, ops.Jump) and len(preds[block.terminator.target]) == 1:
+        block = block.terminator.target
+        if block in chain:
+            return None
+        chain.append(block)
+    test = block.terminator
+    if not isinstance(test, ops.Branch) or test.if_true not in loop.body \
+            or test.if_false in loop.body:
+        return None
+    cond = getattr(test.cond, "op", None)
+    if not isinstance(cond, ops.Lt) or cond.lhs is not ind.phi.result:
+        return None
+    exiting = [b for b in loop.body if any(s not in loop.body for s in b.successors())]
+    if exiting != [block]:
+        return None  # a break: runs may end anywhere
+    around = set().union(*(lp.body for lp in loops if loop.header in lp.body and lp is not loop))
+    if not (_fixed(ind.init, around) and _fixed(cond.rhs, around)):
+        return None
+    return cond.rhs
+
+
+def _fixed(v: Value, around: set) -> bool:
+    """True if `v` has the same value in every iteration of the loops `around`: defined outside
+    them, a constant, or integer arithmetic on the shape of an array defined outside them
+    (`range(x.shape[0])` evaluates `x.shape[0]` in the enclosing loop's body)."""
+    op = getattr(v, "op", None)
+    if not isinstance(op, Op) or op.block not in around or isinstance(op, ops.Constant):
+        return True
+    if isinstance(op, ops.GetAttr) and op.name in ("shape", "size", "ndim"):
+        return _fixed(op.value, around)
+    if isinstance(op, (ops.TupleGetItem, ops.Add, ops.Sub, ops.Mul)) \
+            and isinstance(v.type, (IntType, TupleType)):
+        return all(_fixed(u, around) for u in op.operands)
+    return False
 
 
 def _counter_step(phi: ops.Phi, latch: Block) -> Optional[int]:

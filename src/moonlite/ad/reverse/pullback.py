@@ -72,7 +72,11 @@ class Pullback:
         self.b.branch(at_entry, entry_edge, latch_edge)
         var = self.kept[ind.phi.result][1]
         self.b.position_at_end(entry_edge)
-        if ind.reentered:  # the instance before this entry into the loop
+        if ind.reentered and ind.bound is not None:  # where every run ends (loops.py)
+            init, bound = self.recall(ind.init), self.recall(ind.bound)
+            ran = self.b.binary(ops.Lt, init, bound)
+            self.b.store(var, self.b.select(ran, bound, init))
+        elif ind.reentered:  # the instance before this entry into the loop
             self.b.store(var, self.b.tape_pop(self.counter_tapes[ind.phi.result]))
         self._edge_contributions(ind.entry, phi_adjoints)
         self.b.jump(self.rblocks[ind.entry])
@@ -85,7 +89,7 @@ class Pullback:
         """Once per entry into a loop nested in another: push the counter's previous instance."""
         self.counter_tapes = {}
         for ind in self.inductions.values():
-            if not ind.reentered:
+            if not ind.reentered or ind.bound is not None:
                 continue
             var = self.kept[ind.phi.result][1]
             tape = self.counter_tapes[ind.phi.result] = self._tape_for(var.type)

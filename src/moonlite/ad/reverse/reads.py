@@ -23,6 +23,7 @@ import functools
 
 from ...ir import Builder, ops
 from ...ir.core import Argument, Function, Op, Value
+from ...ir.traits import Trait
 from ...ir.types import ArrayType, FloatType, IntType
 from ...rules import RuleNotApplicable, lookup_jvp
 from ...rules.registry import lookup_field
@@ -137,8 +138,64 @@ def rematerializable(fn: Function, value: Value, written_cache: dict,
         root = op.value
         if root not in written_cache:
             written_cache[root] = isinstance(root, Argument) and never_written(fn, root)
-        return written_cache[root]
+        return written_cache[root] or _read_of_restored_array(fn, op, written_cache)
     return False
+
+
+def _read_of_restored_array(fn: Function, op: Op, cache: dict) -> bool:
+    """A read `a[i]` of an array the function writes, recomputable all the same: the pullback
+    restores each entry a write overwrote when it reverses the write, so where it reverses the
+    users of `a[i]` the array holds what the read saw, provided no write comes between the read
+    and its last user. Asked only of arrays that are arguments or fresh allocations, read and
+    written entry by entry and nothing else (no views, calls or escapes that could write
+    without a restore). The kinematic chain kept every entry its 3x3 products read: 54 tape
+    entries a link."""
+    users = _users_of(fn, cache)
+    if not _written_only_entrywise(op.value, users, cache):
+        return False
+    readers = [user for user, _ in users.get(op.result, ())]
+    if not readers or any(user.block is not op.block or isinstance(user, ops.Phi)
+                          for user in readers):
+        return False
+    ops_in_block = op.block.ops
+    start = ops_in_block.index(op)
+    end = max(ops_in_block.index(user) for user in readers)
+    return not any(between.traits() & Trait.WRITES
+                   for between in ops_in_block[start + 1:end])
+
+
+def _users_of(fn: Function, cache: dict) -> dict:
+    users = cache.get(("users",))
+    if users is None:
+        users = cache[("users",)] = {}
+        for op in fn.ops():
+            for position, v in enumerate(op.operands):
+                users.setdefault(v, []).append((op, position))
+    return users
+
+
+def _written_only_entrywise(array: Value, users: dict, cache: dict) -> bool:
+    key = ("entrywise", array)
+    if key not in cache:
+        cache[key] = _is_argument_or_allocation(array) and all(
+            _entry_use(user, position) for user, position in users.get(array, ()))
+    return cache[key]
+
+
+def _is_argument_or_allocation(array: Value) -> bool:
+    if isinstance(array, Argument):
+        return isinstance(array.type, ArrayType)
+    op = getattr(array, "op", None)
+    return isinstance(op, (ops.Call, ops.MethodCall)) and bool(op.traits() & Trait.ALLOCATES)
+
+
+def _entry_use(user: Op, position: int) -> bool:
+    """A read of one entry, a write of one scalar entry (restored by the pullback), or a shape."""
+    if isinstance(user, ops.GetItem):
+        return position == 0 and not isinstance(user.result.type, ArrayType)
+    if isinstance(user, ops.SetItem):
+        return position == 0 and not isinstance(user.value.type, ArrayType)
+    return isinstance(user, ops.GetAttr) and user.name in ("shape", "size", "ndim")
 
 
 def _scalar_float_op(op: Op) -> bool:

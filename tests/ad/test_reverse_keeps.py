@@ -1,0 +1,121 @@
+"""What reverse mode keeps on tapes, and what it reads again or recomputes instead
+(`ad/reverse/reads.py`, `ad/reverse/loops.py`): each case against central differences."""
+
+import math
+
+import numba
+import numpy as np
+
+import moonlite
+from moonlite.ir import ops
+
+
+def _pushes(f, *args) -> list:
+    rule = moonlite.build_rrule(f, *args)
+    moonlite.verify(rule.ir)
+    return [op for op in rule.ir.ops() if isinstance(op, ops.TapePush)]
+
+
+def _int_tapes(f, *args) -> int:
+    return sum(str(op.value.type).startswith("int") for op in _pushes(f, *args))
+
+
+def _check_gradient(f, *args, rtol=1e-6):
+    x = args[0]
+    g = moonlite.grad(f)(*args)
+    fd = np.zeros_like(x)
+    h = 1e-6
+    for k in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[k] = h
+        fd[k] = (f(x + e, *args[1:]) - f(x - e, *args[1:])) / (2 * h)
+    np.testing.assert_allclose(g, fd, rtol=rtol, atol=1e-9)
+
+
+@numba.njit
+def chain(theta):
+    # a 2x2 rotation product: M = M @ R(theta_k), with the matrices rewritten in place
+    M = np.eye(2)
+    R = np.zeros((2, 2))
+    out = np.empty((2, 2))
+    for k in range(theta.shape[0]):
+        c, s = math.cos(theta[k]), math.sin(theta[k])
+        R[0, 0] = c
+        R[0, 1] = -s
+        R[1, 0] = s
+        R[1, 1] = c
+        for i in range(2):
+            for j in range(2):
+                a = 0.0
+                for q in range(2):
+                    a += M[i, q] * R[q, j]
+                out[i, j] = a
+        for i in range(2):
+            for j in range(2):
+                M[i, j] = out[i, j]
+    return M[0, 0] + 2.0 * M[1, 0]
+
+
+def test_reads_of_arrays_written_entry_by_entry_are_read_again_not_kept():
+    theta = np.array([0.3, -0.2, 0.7, 0.1])
+    pushes = _pushes(chain, theta)
+    # only the saves of what the writes overwrite: the 4 writes into R, the write into out (in
+    # its loop) and the write into M (in its loop); not the entries the product reads, nor
+    # cos and sin (nothing reads them back: d cos(t) = -sin(t) comes from t), nor a counter
+    # of the nested range(2) loops
+    assert len(pushes) == 4 + 1 + 1
+    assert _int_tapes(chain, theta) == 0
+    _check_gradient(chain, theta)
+
+
+@numba.njit
+def read_then_overwritten(x):
+    a = x.copy()
+    s = 0.0
+    for i in range(a.shape[0]):
+        v = a[i]
+        a[i] = 3.0 * v       # a write between the read and its last use
+        s += v * a[i]        # v must be the value read before the write
+    return s
+
+
+def test_a_read_whose_entry_is_overwritten_before_its_use_is_kept():
+    _check_gradient(read_then_overwritten, np.array([0.5, -1.5, 2.0]))
+
+
+@numba.njit
+def triangular(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        for j in range(i):           # each run ends somewhere else: the counter is pushed
+            s += x[i] * math.sin(x[j])
+    return s
+
+
+@numba.njit
+def with_break(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        for j in range(x.shape[0]):
+            if j > i:
+                break                # runs end at the break: the counter is pushed
+            s += x[i] * math.sin(x[j])
+    return s
+
+
+@numba.njit
+def fixed_runs(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        for j in range(x.shape[0]):  # every run ends at n: nothing pushed for the counter
+            s += x[i] * math.sin(x[j] * i)
+    return s
+
+
+def test_inner_loop_counters_are_pushed_only_when_runs_end_in_different_places():
+    x = np.array([0.4, -0.3, 0.9, 0.2])
+    assert _int_tapes(triangular, x) > 0
+    assert _int_tapes(with_break, x) > 0
+    assert _int_tapes(fixed_runs, x) == 0
+    for f in (triangular, with_break, fixed_runs):
+        _check_gradient(f, x)
