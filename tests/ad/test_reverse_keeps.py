@@ -119,3 +119,61 @@ def test_inner_loop_counters_are_pushed_only_when_runs_end_in_different_places()
     assert _int_tapes(fixed_runs, x) == 0
     for f in (triangular, with_break, fixed_runs):
         _check_gradient(f, x)
+
+
+@numba.njit
+def clipped(x, lo):
+    s = 0.0
+    for i in range(x.shape[0]):
+        if x[i] > lo:                # the pullback tests x[i] > lo again: nothing taped
+            s += x[i] * x[i]
+        else:
+            s += lo * x[i]
+    return s
+
+
+@numba.njit
+def nested_branches(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        if x[i] > 0.0:
+            if x[i] > 1.0:
+                s += math.log(x[i])
+            else:
+                s += x[i] * x[i]
+        else:
+            s -= x[i]
+    return s
+
+
+@numba.njit
+def three_ways(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        r = 1.0 if x[i] > 0.5 else (-1.0 if x[i] < -0.5 else 0.0)   # a merge of three
+        s += r * x[i] * x[i]
+    return s
+
+
+@numba.njit
+def decided_by_a_write(x):
+    s = 0.0
+    flag = np.zeros(1)
+    for i in range(x.shape[0]):
+        flag[0] = x[i]
+        if flag[0] > 0.0:            # a read of an array written in the loop decides
+            s += x[i] * x[i]
+        else:
+            s += 3.0 * x[i]
+        flag[0] = -flag[0]
+    return s
+
+
+def test_the_way_into_a_merge_is_found_again_from_the_branch_condition():
+    x = np.array([0.4, -0.3, 1.9, 0.2, -2.0, 1.2])
+    assert _int_tapes(clipped, x, 0.25) == 0
+    assert _int_tapes(nested_branches, x) == 0
+    assert _int_tapes(three_ways, x) == 0  # three ways in, two branches decide
+    for f, args in ((clipped, (x, 0.25)), (nested_branches, (x,)), (three_ways, (x,)),
+                    (decided_by_a_write, (x,))):
+        _check_gradient(f, *args)

@@ -18,6 +18,7 @@ from ..activity import varied_values
 from ..readonly import never_written
 from ..context import NO_CALLEES, PassContext
 from .custom import CustomRuleAdjoints
+from .branches import find_choices
 from .loops import find_inductions
 from .split import split_rule
 from .types import (grad_type as _grad_type, is_float as _is_float, is_float_array as _is_float_array)
@@ -87,6 +88,7 @@ class _ReversePass(CustomRuleAdjoints, KeptValues, AdjointStore, ForwardSweep, P
         self.preds = predecessors(fn)
         self.inductions = find_inductions(fn, loops, self.preds, self.loop_blocks)
         self.induction_of = {ind.phi.result: ind for ind in self.inductions.values()}
+        self.choices = find_choices(fn, self.preds, loops, self.inductions)
         self.recalled: dict = {}  # key -> (builder block, value): recomputed once per block
         self.remat: set = set()   # values the pullback recomputes instead of keeping
         self._written: dict = {}

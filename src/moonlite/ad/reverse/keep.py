@@ -30,6 +30,8 @@ class KeptValues:
             reads_of |= {ind.phi.result, ind.init}
             if ind.bound is not None:  # and sets the counter to where a run ends
                 reads_of.add(ind.bound)
+        for choice in self.choices.values():  # the way back (branches.py)
+            reads_of.update(choice.conditions())
         need, work = set(), list(reads_of)
         kept_anyway = frozenset(reads_of)
         while work:  # a recomputed value needs what it is computed from

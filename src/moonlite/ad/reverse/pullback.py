@@ -5,13 +5,12 @@ A mixin of the reverse pass (`core._ReversePass`)."""
 
 from __future__ import annotations
 
-from __future__ import annotations
-
 
 
 from ...ir import ops
 from ...ir.core import Block, Value
 from ...ir.types import TupleType, int64, none
+from .branches import Choice
 from .types import (Entry, has_adjoint as _has_adjoint, is_float as _is_float)
 
 
@@ -52,6 +51,9 @@ class Pullback:
         if block in self.inductions:
             self._leave_counted_header(self.inductions[block], phi_adjoints)
             return
+        if block in self.choices:
+            self._leave_by_branch_condition(self.choices[block], phi_adjoints)
+            return
         came_from = self.b.tape_pop(self.block_stack)
         for k, pred in enumerate(preds[:-1]):
             edge, rest = self.b.new_block("rev_edge"), self.b.new_block("rev_choose")
@@ -62,6 +64,20 @@ class Pullback:
             self.b.position_at_end(rest)
         self._edge_contributions(preds[-1], phi_adjoints)
         self.b.jump(self.rblocks[preds[-1]])
+
+    def _leave_by_branch_condition(self, choice, phi_adjoints: list) -> None:
+        """The way control came in follows from the conditions of the branches that chose it
+        (branches.py)."""
+        cond = self.recall(choice.cond)
+        true_edge, false_edge = self.b.new_block("rev_true"), self.b.new_block("rev_false")
+        self.b.branch(cond, true_edge, false_edge)
+        for edge, way in ((true_edge, choice.if_true), (false_edge, choice.if_false)):
+            self.b.position_at_end(edge)
+            if isinstance(way, Choice):
+                self._leave_by_branch_condition(way, phi_adjoints)
+                continue
+            self._edge_contributions(way, phi_adjoints)
+            self.b.jump(self.rblocks[way])
 
     def _leave_counted_header(self, ind, phi_adjoints: list) -> None:
         """The pullback came along the entry edge iff the counter holds its initial value;

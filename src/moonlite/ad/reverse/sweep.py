@@ -35,7 +35,7 @@ class ForwardSweep:
                 self._forward_phi(op)
                 continue
             if op is block.ops[len(block.phis)] and len(preds) > 1 \
-                    and block not in self.inductions:
+                    and block not in self.inductions and block not in self.choices:
                 self._record_predecessor(block, preds)
             if any(mentions_complex(v.type) for v in _values_of(op)):
                 raise self.unsupported(op, "differentiating complex numbers in reverse mode",
