@@ -24,7 +24,7 @@ import functools
 from ...ir import Builder, ops
 from ...ir.core import Argument, Function, Op, Value
 from ...ir.traits import Trait
-from ...ir.types import ArrayType, FloatType, IntType
+from ...ir.types import ArrayType, BoolType, FloatType, IntType
 from ...rules import RuleNotApplicable, lookup_jvp
 from ...rules.registry import lookup_field
 from ...rules.custom import lookup_custom
@@ -37,6 +37,10 @@ _CHEAP_INT_OPS = (ops.Add, ops.Sub, ops.Mul, ops.Neg, ops.Lt, ops.Le, ops.Gt, op
                   ops.Ne, ops.Cast, ops.TupleGetItem, ops.GetAttr, ops.Select, ops.Mod,
                   ops.FloorDiv, ops.BitAnd, ops.BitOr, ops.BitXor, ops.LShift, ops.RShift,
                   ops.Pos, ops.Invert)
+
+
+_COMPARISONS = (ops.Lt, ops.Le, ops.Gt, ops.Ge, ops.Eq, ops.Ne, ops.BitAnd, ops.BitOr,
+                ops.BitXor, ops.Not)
 
 
 # What the adjoints of the reverse pass's own ops read (primitives say it in their registration).
@@ -199,7 +203,11 @@ def _entry_use(user: Op, position: int) -> bool:
 
 
 def _scalar_float_op(op: Op) -> bool:
-    """Pure ops on scalars with a float result: arithmetic, casts, selects, `math` functions."""
+    """Pure ops on scalars with a float result (arithmetic, casts, selects, `math` functions),
+    and comparisons of scalars (a branch condition the pullback reads to find its way back)."""
+    if op.result is not None and isinstance(op.result.type, BoolType):
+        return isinstance(op, _COMPARISONS) and all(
+            isinstance(v.type, (FloatType, IntType, BoolType)) for v in op.operands)
     if op.result is None or not isinstance(op.result.type, FloatType):
         return False
     if any(isinstance(v.type, ArrayType) for v in op.operands):
