@@ -215,12 +215,7 @@ def _move(fn: Function, loop, pre: Block, header: Block, guard, invariant: list)
                                                            op.result.type, op.loc))
     loc = header.ops[-1].loc
     pre.append(ops.Branch(values[cond], hoisted, join, loc))
-    moved: dict = {}
-    for op in invariant:
-        for v in op.operands:
-            if _constant(v) and v.op.block in loop.body and v not in moved:
-                moved[v] = _emit_clone(hoisted, v.op, moved)
-        _emit_clone(hoisted, op, moved)
+    moved = _clone_into(hoisted, invariant, loop)
     hoisted.append(ops.Jump(join, loc))
     replacement = {}
     for op in invariant:
@@ -231,30 +226,38 @@ def _move(fn: Function, loop, pre: Block, header: Block, guard, invariant: list)
     join.append(ops.Jump(header, loc))
     for phi in header.phis:
         phi.incoming_blocks = tuple(join if b is pre else b for b in phi.incoming_blocks)
-    gone = set(invariant)
-    for block in loop.body:
-        block.ops = [op for op in block.ops if op not in gone]
-    for op in fn.ops():
-        if op.block is not hoisted:
-            op.operands = tuple(replacement.get(v, v) for v in op.operands)
+    _replace(fn, loop, invariant, replacement, keep=hoisted)
 
 
 def _move_unguarded(fn: Function, loop, pre: Block, invariant: list) -> None:
     """Pure ops (they cannot fault or raise) go to the end of `pre` as they are."""
     jump = pre.ops.pop()
+    moved = _clone_into(pre, invariant, loop)
+    pre.append(jump)
+    _replace(fn, loop, invariant, {op.result: moved[op.result] for op in invariant}, keep=pre)
+
+
+def _clone_into(block: Block, invariant: list, loop) -> dict:
+    """Copies of the invariant ops (and of the loop's constants they read) at the end of
+    `block`: old value -> copy."""
     moved: dict = {}
     for op in invariant:
         for v in op.operands:
             if _constant(v) and v.op.block in loop.body and v not in moved:
-                moved[v] = _emit_clone(pre, v.op, moved)
-        _emit_clone(pre, op, moved)
-    pre.append(jump)
-    replacement = {op.result: moved[op.result] for op in invariant}
+                moved[v] = _emit_clone(block, v.op, moved)
+        _emit_clone(block, op, moved)
+    return moved
+
+
+def _replace(fn: Function, loop, invariant: list, replacement: dict, keep: Block) -> None:
+    """Drop the invariant ops from the loop; every other op reads their replacements (the ops
+    of `keep`, which hold the copies, already do)."""
     gone = set(invariant)
     for block in loop.body:
         block.ops = [op for op in block.ops if op not in gone]
     for op in fn.ops():
-        op.operands = tuple(replacement.get(v, v) for v in op.operands)
+        if op.block is not keep:
+            op.operands = tuple(replacement.get(v, v) for v in op.operands)
 
 
 def _emit(block: Block, op: Op) -> Value:
