@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..ir.core import Function
 from ..ir.types import ArrayType
-from .reverse.types import has_adjoint, is_float_array
+from ..rules.registry import has_adjoint, is_float_array
 
 
 def varied_values(fn: Function, active=None, constant_arrays=frozenset()) -> set:

@@ -43,6 +43,7 @@ from ..ir.traits import Trait
 from ..ir.types import ArrayType, FloatType, TupleType, none
 from ..rules import RuleNotApplicable, lookup_jvp
 from ..rules.custom import call_jvp, lookup_custom
+from .activity import varied_values
 from .context import NO_CALLEES, PassContext
 from .dual_alloc import emit_stacked, stackable
 from .opinfo import (describe as _describe, keyword_values as _keyword_values,
@@ -81,6 +82,7 @@ class _ForwardPass:
         self.blocks: dict = {}
         self.phis: list = []      # (old phi, new phi, tangent phis)
         self.tangent_locals: dict = {}  # (local of fn, direction) -> its tangent's local
+        self.constant_phis = _unvaried_float_phis(fn, active)
         self.b = self._new_function()
 
     # --- driver --------------------------------------------------------------------------------
@@ -411,7 +413,9 @@ class _ForwardPass:
         self.values[op.result] = new.result
         tangent_phis = []
         ttype = tangent_type(op.result.type)
-        if ttype is not None:
+        if op.result in self.constant_phis:  # depends on no input with a tangent
+            self.set_tangents(op.result, [ZERO] * self.width)
+        elif ttype is not None:
             for _ in range(self.width):
                 phi = self.b.phi(ttype, block, hint=_tangent_hint(op.result))
                 phi.loc = op.loc
@@ -567,6 +571,18 @@ def _reusable_result(new: Op) -> dict:
     if isinstance(new, ops.Call) and isinstance(new.callee, np.ufunc) and not new.kwnames:
         return {(id(new.callee), tuple(map(id, new.operands))): new.result}
     return {}
+
+
+def _unvaried_float_phis(fn: Function, active) -> frozenset:
+    """Float phis that depend on no argument with a tangent (activity analysis): their tangent
+    is a symbolic zero, not a phi of zeros carried around a loop (least squares' `power = 1.0;
+    power *= t` carried `dpower = 0.0; dpower *= t` and its products). Only for functions
+    without locals or tapes, whose values the analysis cannot follow."""
+    if any(isinstance(op, (ops.LoadLocal, ops.TapePop, ops.TapePeek)) for op in fn.ops()):
+        return frozenset()
+    varied = varied_values(fn, active)
+    return frozenset(op.result for op in fn.ops() if isinstance(op, ops.Phi)
+                     and isinstance(op.result.type, FloatType) and op.result not in varied)
 
 
 def _unique(names: list) -> list:
