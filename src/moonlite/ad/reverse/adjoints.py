@@ -18,6 +18,7 @@ from ...ir.types import ArrayType, TupleType, int64
 from .helpers import SUM_TO_SHAPE, same_size_or_raise
 from .types import (Entry, has_adjoint as _has_adjoint, is_float as _is_float,
                             is_float_array as _is_float_array, shadow_type)
+from .keep import How, Kept, ShadowOf
 
 
 class AdjointStore:
@@ -80,9 +81,9 @@ class AdjointStore:
         """In the pullback: the shadow array of the float array `old` (None for constants)."""
         while old in self.shadow_alias:
             old = self.shadow_alias[old]
-        if ("shadow", old) not in self.kept:
+        if ShadowOf(old) not in self.kept:
             return None
-        return self.recall(old, key=("shadow", old))
+        return self.recall(old, key=ShadowOf(old))
 
     def _shadow_arguments(self) -> None:
         for old, new in zip(self.fn.args, self.b.function.args):
@@ -96,7 +97,7 @@ class AdjointStore:
                         self.shadows[Entry(old, k)] = self.b.call(np.zeros_like, [entry],
                                                                   type=shadow_type(t))
             if old in self.need:
-                self.kept[old] = ("direct", new)
+                self.kept[old] = Kept(How.DIRECT, new)
 
     def _refuse_nested(self, value: Value, op: Optional[Op]) -> None:
         if any(isinstance(t, TupleType) and _has_adjoint(t) for t in value.type.elements):
@@ -111,7 +112,7 @@ class AdjointStore:
         if shadow is None:
             shadow = self.b.call(np.zeros_like, [new], type=shadow_type(old.type))
         self.shadows[old] = shadow
-        self.keep(old, shadow, key=("shadow", old))
+        self.keep(old, shadow, key=ShadowOf(old))
 
     def result_adjoint(self, result: Value) -> Optional[Value]:
         """The adjoint of a result: a float's (taken, reset) or an array's shadow."""

@@ -24,7 +24,7 @@ from .split import split_rule
 from .types import (grad_type as _grad_type, is_float as _is_float, is_float_array as _is_float_array)
 from .adjoints import AdjointStore
 from .elementwise import ElementwiseAdjoints
-from .keep import KeptValues
+from .keep import How, KeptValues
 from .memory import MemoryAdjoints
 from .pullback import Pullback
 from .sweep import ForwardSweep
@@ -80,7 +80,7 @@ class _ReversePass(CustomRuleAdjoints, KeptValues, AdjointStore, ForwardSweep, P
         self._zeros_in_block = (None, set())  # see _zero_adjoints
         self._local_values = None  # see _used_only_in_own_block
         self._loaded_once: dict = {}  # array LocalVar -> its load in the resume block
-        self.kept: dict = {}        # value (or shadow key) -> ("local", LocalVar) | ("tape", tape)
+        self.kept: dict = {}        # key (a value, Saved, ShadowOf) -> Kept (keep.py)
         self.phis: list = []
         self.shadow_alias: dict = {}  # in-place result -> the array it updated
         loops = natural_loops(fn) if fn.blocks else []
@@ -127,9 +127,9 @@ class _ReversePass(CustomRuleAdjoints, KeptValues, AdjointStore, ForwardSweep, P
         self.b.position_at_end(self.setup)
         for var in self.adjoints.values():
             self.b.store(var, self.b.const(0.0, var.type))
-        for how, var in self.kept.values():
-            if how == "counter":  # read before the first entry into a nested loop
-                self.b.store(var, self.b.const(0, var.type))
+        for kept in self.kept.values():
+            if kept.how is How.COUNTER:  # read before the first entry into a nested loop
+                self.b.store(kept.where, self.b.const(0, kept.where.type))
         self.b.jump(self.blocks[self.fn.entry])
 
     def unsupported(self, op: Optional[Op], construct: str, hint: str) -> UnsupportedError:

@@ -27,6 +27,7 @@ from .helpers import add_cotangent
 from .reads import active_operands
 from .types import (Entry, has_adjoint as _has_adjoint, is_float as _is_float,
                             is_float_array, writable)
+from .keep import ShadowOf
 
 
 class CustomRuleAdjoints:
@@ -67,7 +68,7 @@ class CustomRuleAdjoints:
                     shadow = self.b.call(np.zeros_like, [self.b.tuple_getitem(out, k)],
                                          type=writable(t))
                     self.shadows[Entry(op.result, k)] = shadow
-                    self.keep(op, shadow, key=("shadow", Entry(op.result, k)))
+                    self.keep(op, shadow, key=ShadowOf(Entry(op.result, k)))
 
     def rv_custom(self, op: ops.Call, custom) -> bool:
         """The pullback of a call with a user's rule; False if the generic path applies."""
@@ -109,7 +110,7 @@ class CustomRuleAdjoints:
             return self.shadow(result)
         items = []
         for k, t in enumerate(result.type.elements):
-            key = ("shadow", Entry(result, k))
+            key = ShadowOf(Entry(result, k))
             if _is_float(t):
                 items.append(self.take_adjoint(Entry(result, k)))
             elif key in self.kept:

@@ -1,11 +1,16 @@
 """What the pullback reads of the forward sweep: kept in locals or on tapes, or
 recomputed, and recalled in the pullback.
 
+Keys: a value of the primal (its own value), `Saved(op)` (what a write overwrote, restored by
+the pullback) or `ShadowOf(value)` (a shadow array made in a loop). Each kept key maps to a
+`Kept(how, where)`; `How` says how the pullback gets it back.
+
 A mixin of the reverse pass (`core._ReversePass`)."""
 
 from __future__ import annotations
 
-
+import enum
+from dataclasses import dataclass
 
 from ...ir import ops
 from ...ir.clone import clone_op
@@ -13,6 +18,32 @@ from ...ir.core import Argument, Op, Value
 from ...ir.types import ArrayType
 from .reads import reads, rematerializable
 from .types import has_adjoint as _has_adjoint
+
+
+class How(enum.Enum):
+    DIRECT = "direct"    # usable everywhere as it is: an argument, or made where the rule starts
+    LOCAL = "local"      # stored in a local once (its block runs at most once)
+    TAPE = "tape"        # pushed on a tape each time its block runs; peeked, then popped
+    COUNTER = "counter"  # a loop counter in a local, stepped back by the pullback (loops.py)
+    ALIAS = "alias"      # the same as another key's (`where` is that key)
+
+
+@dataclass(frozen=True)
+class Kept:
+    how: How
+    where: object  # a Value (DIRECT), a LocalVar (LOCAL, COUNTER), a tape (TAPE), a key (ALIAS)
+
+
+@dataclass(frozen=True)
+class Saved:
+    """Key: what the write `op` overwrote (the pullback puts it back)."""
+    op: Op
+
+
+@dataclass(frozen=True)
+class ShadowOf:
+    """Key: the shadow array of `value` (a Value or a tuple Entry)."""
+    value: object
 
 
 class KeptValues:
@@ -51,19 +82,19 @@ class KeptValues:
         block = old.block if isinstance(old, Op) else getattr(getattr(old, "op", None), "block",
                                                                None)
         if block is None:  # an argument: available everywhere
-            self.kept[key] = ("direct", new)
+            self.kept[key] = Kept(How.DIRECT, new)
         elif key in self.induction_of:  # a loop counter: stepped back by the pullback
             var = ops.LocalVar(new.type, f"counter{len(self.kept)}")
             self.b.store(var, new)
-            self.kept[key] = ("counter", var)
+            self.kept[key] = Kept(How.COUNTER, var)
         elif block in self.loop_blocks:
             tape = self._tape_for(new.type)
             self.b.tape_push(tape, new)
-            self.kept[key] = ("tape", tape)
+            self.kept[key] = Kept(How.TAPE, tape)
         else:
             var = ops.LocalVar(new.type, f"kept{len(self.kept)}")
             self.b.store(var, new)
-            self.kept[key] = ("local", var)
+            self.kept[key] = Kept(How.LOCAL, var)
 
     def _tape_for(self, t) -> Value:
         op = ops.TapeNew(t, self.b.loc)
@@ -89,14 +120,14 @@ class KeptValues:
         if key is old and old in self.remat and old not in self.kept:
             values = {v: self.recall(v) for v in old.op.operands}
             return self.b.emit(clone_op(old.op, values, {})).result
-        how, where = self.kept[key]
-        if how == "alias":
+        how, where = self.kept[key].how, self.kept[key].where
+        if how is How.ALIAS:
             return self.recall(where)
-        if how == "direct":
+        if how is How.DIRECT:
             return where
-        if how == "local" and isinstance(where.type, ArrayType):
+        if how is How.LOCAL and isinstance(where.type, ArrayType):
             return self._load_once(where)
-        if how in ("local", "counter"):
+        if how in (How.LOCAL, How.COUNTER):
             return self.b.load(where)
         return self.b.tape_top(where)
 
@@ -115,6 +146,6 @@ class KeptValues:
         """At the reverse of `old`'s definition: drop the instance the tape holds."""
         key = key if key is not None else old
         entry = self.kept.get(key)
-        if entry is not None and entry[0] == "tape":
+        if entry is not None and entry.how is How.TAPE:
             self.recalled.clear()  # recomputed values may depend on the instance dropped here
-            self.b.tape_pop(entry[1])
+            self.b.tape_pop(entry.where)

@@ -22,6 +22,7 @@ from .helpers import masked_add, scatter_add
 from .types import (Entry, has_adjoint as _has_adjoint, is_float as _is_float,
                             is_float_array as _is_float_array)
 from .sweep import _advanced_index, _shadow_item_type
+from .keep import Saved
 
 
 class MemoryAdjoints:
@@ -70,13 +71,13 @@ class MemoryAdjoints:
                 self.b.setitem(shadow, index, self.b.const(0.0, op.target.type.dtype))
             else:
                 self.b.setitem(shadow, index, self.b.const(0.0, written.type))
-        saved = self.recall(op, key=("saved", op))
+        saved = self.recall(op, key=Saved(op))
         self.b.setitem(target, index, saved)
-        self.release(op, key=("saved", op))
+        self.release(op, key=Saved(op))
 
     def rv_inplace(self, op: ops.InplaceBinary) -> None:
         target = self.recall(op.target)
-        saved = self.recall(op, key=("saved", op))
+        saved = self.recall(op, key=Saved(op))
         shadow = self.shadow(op.target)
         kind = op.binop
         if shadow is not None and _has_adjoint(op.value.type):
@@ -99,7 +100,7 @@ class MemoryAdjoints:
             raise self.unsupported(op, f"the in-place operator {kind.SYMBOL}= in reverse mode",
                                    f"write it as a = a {kind.SYMBOL} b")
         self.b.setitem(target, self.b.build_slice(*(self.b.const(None, none),) * 3), saved)
-        self.release(op, key=("saved", op))
+        self.release(op, key=Saved(op))
 
     def rv_call(self, op: ops.Call) -> None:
         custom = lookup_custom(op.callee)

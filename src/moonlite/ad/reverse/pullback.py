@@ -12,6 +12,7 @@ from ...ir.core import Block, Value
 from ...ir.types import TupleType, int64, none
 from .branches import Choice
 from .types import (Entry, has_adjoint as _has_adjoint, is_float as _is_float)
+from .keep import ShadowOf
 
 
 class Pullback:
@@ -26,8 +27,8 @@ class Pullback:
             self.REVERSE_HANDLERS[type(op)](self, op)
             if op.result is not None:
                 self.release(op.result)
-                if ("shadow", op.result) in self.kept and not isinstance(op, ops.InplaceBinary):
-                    self.release(op.result, key=("shadow", op.result))
+                if ShadowOf(op.result) in self.kept and not isinstance(op, ops.InplaceBinary):
+                    self.release(op.result, key=ShadowOf(op.result))
         phi_adjoints = [(phi, None, self.take_adjoint(phi.result)) for phi in block.phis
                         if _is_float(phi.result.type)]
         phi_adjoints += [(phi, k, self.take_adjoint(Entry(phi.result, k)))
@@ -35,8 +36,8 @@ class Pullback:
                          for k, t in enumerate(phi.result.type.elements) if _is_float(t)]
         for phi in block.phis:
             self.release(phi.result)
-            if ("shadow", phi.result) in self.kept:
-                self.release(phi.result, key=("shadow", phi.result))
+            if ShadowOf(phi.result) in self.kept:
+                self.release(phi.result, key=ShadowOf(phi.result))
         self._leave_reverse_block(block, phi_adjoints)
 
     def _leave_reverse_block(self, block: Block, phi_adjoints: list) -> None:
@@ -86,7 +87,7 @@ class Pullback:
         at_entry = self.b.binary(ops.Eq, counter, self.recall(ind.init))
         entry_edge, latch_edge = self.b.new_block("rev_entry"), self.b.new_block("rev_latch")
         self.b.branch(at_entry, entry_edge, latch_edge)
-        var = self.kept[ind.phi.result][1]
+        var = self.kept[ind.phi.result].where
         self.b.position_at_end(entry_edge)
         if ind.reentered and ind.bound is not None:  # where every run ends (loops.py)
             init, bound = self.recall(ind.init), self.recall(ind.bound)
@@ -107,7 +108,7 @@ class Pullback:
         for ind in self.inductions.values():
             if not ind.reentered or ind.bound is not None:
                 continue
-            var = self.kept[ind.phi.result][1]
+            var = self.kept[ind.phi.result].where
             tape = self.counter_tapes[ind.phi.result] = self._tape_for(var.type)
             self.b.position_before_terminator(self.exit_of[ind.entry])
             self.b.tape_push(tape, self.b.load(var))

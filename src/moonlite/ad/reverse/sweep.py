@@ -23,6 +23,7 @@ from ..tangents import mentions_complex
 from ..refusals import refusal
 from .types import (Entry, has_adjoint as _has_adjoint, is_float_array as _is_float_array,
                             writable as _writable)
+from .keep import How, Kept, Saved, ShadowOf
 
 
 class ForwardSweep:
@@ -105,7 +106,7 @@ class ForwardSweep:
         if old.result in self.need:
             self.keep(old.result, new.result)
         if old.result in self.shadows:
-            self.keep(old.result, self.shadows[old.result], key=("shadow", old.result))
+            self.keep(old.result, self.shadows[old.result], key=ShadowOf(old.result))
         for op in tail:
             block.append(op)
 
@@ -155,19 +156,19 @@ class ForwardSweep:
         earlier = _earlier_read(op)
         if earlier is not None and earlier in self.kept:
             # `a[i] += ...` read a[i] already and kept it: that is the value to restore
-            self.kept[("saved", op)] = ("alias", earlier)
+            self.kept[Saved(op)] = Kept(How.ALIAS, earlier)
             self.emit_clone(op)
             return
         old_value = self.b.getitem(target, index, type=_item_type(op))
         if isinstance(old_value.type, ArrayType):
             old_value = self.b.method_call("copy", old_value, [])
-        self.keep(op, old_value, key=("saved", op))
+        self.keep(op, old_value, key=Saved(op))
         self.emit_clone(op)
 
     def fw_inplace(self, op: ops.InplaceBinary) -> None:
         self._refuse_write_through_reshape(op, op.target)
         target = self.values[op.target]
-        self.keep(op, self.b.method_call("copy", target, []), key=("saved", op))
+        self.keep(op, self.b.method_call("copy", target, []), key=Saved(op))
         self.emit_clone(op)
         if op.target in self.shadows:
             # the result is the target itself: it shares the target's shadow
