@@ -157,15 +157,34 @@ def _read_of_restored_array(fn: Function, op: Op, cache: dict) -> bool:
     users = _users_of(fn, cache)
     if not _written_only_entrywise(op.value, users, cache):
         return False
-    readers = [user for user, _ in users.get(op.result, ())]
-    if not readers or any(user.block is not op.block or isinstance(user, ops.Phi)
-                          for user in readers):
+    derived = _recomputable_from(op, users)
+    if derived is None:
         return False
     ops_in_block = op.block.ops
     start = ops_in_block.index(op)
-    end = max(ops_in_block.index(user) for user in readers)
+    end = max((ops_in_block.index(user) for user in derived), default=start)
     return not any(between.traits() & Trait.WRITES
-                   for between in ops_in_block[start + 1:end])
+                   for between in ops_in_block[start + 1:end + 1])
+
+
+def _recomputable_from(read: Op, users: dict):
+    """The ops the pullback might recompute from `read`'s value: its users, and theirs, through
+    scalar arithmetic, comparisons and `math` calls. None if one of them is outside the read's
+    block: the pullback would recompute it there, after restoring writes that came between
+    (a read before a loop that writes the array, feeding arithmetic used after the loop)."""
+    found, work = [], [read.result]
+    while work:
+        value = work.pop()
+        for user, _ in users.get(value, ()):
+            if isinstance(user, ops.Phi) or user.result is None or user in found:
+                continue  # a phi is kept, never recomputed; so are ops without a result
+            if not (_scalar_float_op(user) or isinstance(user, _CHEAP_INT_OPS)):
+                continue  # kept, not recomputed: recomputation stops there
+            if user.block is not read.block:
+                return None
+            found.append(user)
+            work.append(user.result)
+    return found
 
 
 def _users_of(fn: Function, cache: dict) -> dict:
