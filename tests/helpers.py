@@ -25,3 +25,17 @@ def assert_same(actual, expected, path="result"):
         assert np.isnan(actual), path
     else:
         assert actual == expected, f"{path}: {actual!r} != {expected!r}"
+
+
+def central_differences(f, args: tuple, argnum: int = 0, h: float = 1e-6) -> np.ndarray:
+    """The gradient of scalar `f(*args)` with respect to the float array `args[argnum]`, by
+    central differences (each evaluation gets fresh copies: kernels may write their inputs)."""
+    x = args[argnum]
+    grad = np.zeros_like(x)
+    for k in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[k] = h
+        plus, minus = list(args), list(args)
+        plus[argnum], minus[argnum] = x + step, x - step
+        grad[k] = (f(*plus) - f(*minus)) / (2 * h)
+    return grad

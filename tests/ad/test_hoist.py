@@ -11,6 +11,7 @@ from moonlite import driver
 from moonlite.ad.hoist import hoist_loop_invariants
 from moonlite.ad.inline import inline_njit_calls
 from moonlite.ir import natural_loops, verify
+from tests.helpers import central_differences
 
 
 def _hoisted_ir(f, *args):
@@ -22,16 +23,6 @@ def _hoisted_ir(f, *args):
 def _ops_in_loops(fn):
     blocks = set().union(*(lp.body for lp in natural_loops(fn)))
     return [op for b in fn.blocks if b in blocks for op in b.ops]
-
-
-def _fd(f, args, h=1e-6):
-    x = args[0]
-    g = np.zeros_like(x)
-    for k in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[k] = h
-        g[k] = (f(x + e, *args[1:]) - f(x - e, *args[1:])) / (2 * h)
-    return g
 
 
 @numba.njit
@@ -53,7 +44,7 @@ def test_invariant_reads_and_math_leave_the_loop_and_the_gradient_is_right():
     assert not any(getattr(op, "callee", None) in (math.sqrt, math.cos, math.sin)
                    for op in in_loops)
     assert not any(type(op).__name__ == "GetItem" and op.value is fn.args[0] for op in in_loops)
-    np.testing.assert_allclose(moonlite.grad(rotate_all)(cam, pts), _fd(rotate_all, (cam, pts)),
+    np.testing.assert_allclose(moonlite.grad(rotate_all)(cam, pts), central_differences(rotate_all, (cam, pts)),
                                rtol=1e-6, atol=1e-9)
 
 
@@ -87,7 +78,7 @@ def test_a_read_made_only_in_a_branch_stays_in_the_branch():
     w4 = np.array([1.0, 2.0, 3.0, 4.0])
     for ww in (w, w4):
         np.testing.assert_allclose(moonlite.grad(guarded_read, argnums=1)(ww, x),
-                                   _fd(lambda xx, www: guarded_read(www, xx), (x, ww)),
+                                   central_differences(guarded_read, (ww, x), argnum=1),
                                    rtol=1e-6)
 
 
@@ -123,7 +114,7 @@ def test_nested_loops_move_only_pure_ops_and_stay_correct():
     p = np.array([0.7, -0.3])
     y = np.linspace(0.1, 1.0, 4)
     verify(_hoisted_ir(nested, p, y))
-    np.testing.assert_allclose(moonlite.grad(nested)(p, y), _fd(nested, (p, y)), rtol=1e-6)
+    np.testing.assert_allclose(moonlite.grad(nested)(p, y), central_differences(nested, (p, y)), rtol=1e-6)
     # forward over reverse runs over the hoisted rule too: against differences of the gradient
     np.testing.assert_allclose(moonlite.hessian(nested)(p, y), _fd_hessian(nested, p, y),
                                rtol=1e-5, atol=1e-8)

@@ -8,6 +8,7 @@ import numpy as np
 
 import moonlite
 from moonlite.ir import ops
+from tests.helpers import central_differences
 
 
 def _pushes(f, *args) -> list:
@@ -21,15 +22,8 @@ def _int_tapes(f, *args) -> int:
 
 
 def _check_gradient(f, *args, rtol=1e-6):
-    x = args[0]
-    g = moonlite.grad(f)(*args)
-    fd = np.zeros_like(x)
-    h = 1e-6
-    for k in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[k] = h
-        fd[k] = (f(x + e, *args[1:]) - f(x - e, *args[1:])) / (2 * h)
-    np.testing.assert_allclose(g, fd, rtol=rtol, atol=1e-9)
+    np.testing.assert_allclose(moonlite.grad(f)(*args), central_differences(f, args),
+                               rtol=rtol, atol=1e-9)
 
 
 @numba.njit

@@ -40,7 +40,7 @@ every iteration of the enclosing loop (RK4 with `p[k]` read in seven inner loops
 from __future__ import annotations
 
 from ..ir import ops
-from ..ir.cfg import Dominators, natural_loops, predecessors, reverse_post_order
+from ..ir.cfg import Dominators, loop_test, natural_loops, predecessors, reverse_post_order
 from ..ir.clone import clone_op
 from ..ir.core import Argument, Block, Function, Op, Value
 from ..ir.types import BoolType, FloatType, IntType
@@ -71,7 +71,7 @@ def _hoist_from(fn: Function, loop, loops: list, readonly: dict) -> None:
     if len(outside) != 1 or not isinstance(outside[0].terminator, ops.Jump):
         return
     pre = outside[0]
-    test = _loop_test(header, preds)
+    test = loop_test(header, preds)
     if test is None:
         return
     chain, branch = test
@@ -90,19 +90,6 @@ def _hoist_from(fn: Function, loop, loops: list, readonly: dict) -> None:
         # only for reads and math calls: the join's phis and came-from cost more than
         # recomputing arithmetic (least squares, whose `float(n - 1)` moved: 4.1x -> 4.5x)
         _move(fn, loop, pre, header, guard, invariant)
-
-
-def _loop_test(header: Block, preds: dict):
-    """(blocks from the header to the loop's test, the test's branch): numba's header holds
-    the phis and jumps to a block of its own that tests; None if there is no such test."""
-    chain, block = [header], header
-    while isinstance(block.terminator, ops.Jump):
-        block = block.terminator.target
-        if block in chain or len(preds[block]) != 1:
-            return None
-        chain.append(block)
-    term = block.terminator
-    return (chain, term) if isinstance(term, ops.Branch) else None
 
 
 def _entry_condition(chain: list, pre: Block, cond: Value):

@@ -24,7 +24,7 @@ def never_written(fn: Function, arg) -> bool:
     """True if `fn` provably never writes into the array argument `arg` (or a view of it)."""
     if not isinstance(arg.type, ArrayType):
         return True
-    users = _users(fn)
+    users = value_users(fn)
     seen, work = set(), [arg]
     while work:
         value = work.pop()
@@ -40,7 +40,8 @@ def never_written(fn: Function, arg) -> bool:
     return True
 
 
-def _users(fn: Function) -> dict:
+def value_users(fn: Function) -> dict:
+    """value -> [(op reading it, operand position)] over the whole function."""
     users: dict = {}
     for op in fn.ops():
         for position, v in enumerate(op.operands):

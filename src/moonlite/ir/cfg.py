@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from . import ops
 from .core import Block, Function
 
 
@@ -137,3 +138,17 @@ def _collect_body(loop: Loop, latch: Block, preds: dict, live: set) -> None:
             continue
         loop.body.add(b)
         work.extend(preds[b])
+
+
+def loop_test(header: Block, preds: dict):
+    """(the blocks from a loop's header to its test, the test's branch): numba's header holds
+    the phis and jumps to a block of its own, entered only from it, that tests and branches.
+    None if the walk meets a join or a block twice before a branch."""
+    chain, block = [header], header
+    while isinstance(block.terminator, ops.Jump):
+        block = block.terminator.target
+        if block in chain or len(preds[block]) != 1:
+            return None
+        chain.append(block)
+    term = block.terminator
+    return (chain, term) if isinstance(term, ops.Branch) else None

@@ -31,8 +31,8 @@ _SCALARS = (FloatType, IntType, BoolType)
 def add_loop_exit_phis(fn: Function) -> Function:
     """Add the phis in place, innermost loop first (a phi added at an inner loop's exit is
     itself a value of the enclosing loop); returns `fn`."""
+    dom, preds = Dominators(fn), predecessors(fn)  # phis leave the CFG as it is
     for loop in sorted(natural_loops(fn), key=lambda lp: len(lp.body)):
-        dom, preds = Dominators(fn), predecessors(fn)
         for exit_block in loop.exits():
             if all(p in loop.body for p in preds[exit_block]):
                 _close_values_at(fn, loop, exit_block, preds[exit_block], dom)

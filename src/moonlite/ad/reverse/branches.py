@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...ir import ops
-from ...ir.cfg import Dominators, immediate_dominators
+from ...ir.cfg import Dominators
 from ...ir.core import Block, Function, Value
 
 
@@ -32,8 +32,8 @@ class Choice:
 
 def find_choices(fn: Function, preds: dict, loops: list, inductions: dict) -> dict:
     """merge block -> Choice, for the merge blocks whose way in branches decided."""
-    idom = immediate_dominators(fn)
     dom = Dominators(fn)
+    idom = dom.idom
     headers = {lp.header for lp in loops}
     found = {}
     for block in fn.blocks:

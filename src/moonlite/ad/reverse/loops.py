@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ...ir import ops
+from ...ir.cfg import loop_test
 from ...ir.core import Block, Function, Op, Value
 from ...ir.types import IntType, TupleType
 
@@ -66,15 +67,12 @@ def _same_end_every_run(ind: Induction, loop, loops: list, preds: dict) -> Optio
     `init` and `n` defined outside every loop around it: each run then ends at max(init, n)."""
     if ind.step != 1:
         return None
-    chain, block = [loop.header], loop.header
-    while isinstance(block.terminator, ops.Jump) and len(preds[block.terminator.target]) == 1:
-        block = block.terminator.target
-        if block in chain:
-            return None
-        chain.append(block)
-    test = block.terminator
-    if not isinstance(test, ops.Branch) or test.if_true not in loop.body \
-            or test.if_false in loop.body:
+    found = loop_test(loop.header, preds)
+    if found is None:
+        return None
+    chain, test = found
+    block = chain[-1]
+    if test.if_true not in loop.body or test.if_false in loop.body:
         return None
     cond = getattr(test.cond, "op", None)
     if not isinstance(cond, ops.Lt) or cond.lhs is not ind.phi.result:

@@ -30,7 +30,7 @@ from ...rules.registry import lookup_field
 from ...rules.custom import lookup_custom
 from ..opinfo import (is_math_call, keyword_values as _keyword_values,
                      positional as _positional, primitive as _primitive)
-from ..readonly import never_written
+from ..readonly import never_written, value_users
 from .types import unit_tangent
 
 _CHEAP_INT_OPS = (ops.Add, ops.Sub, ops.Mul, ops.Neg, ops.Lt, ops.Le, ops.Gt, ops.Ge, ops.Eq,
@@ -190,10 +190,7 @@ def _recomputable_from(read: Op, users: dict):
 def _users_of(fn: Function, cache: dict) -> dict:
     users = cache.get(("users",))
     if users is None:
-        users = cache[("users",)] = {}
-        for op in fn.ops():
-            for position, v in enumerate(op.operands):
-                users.setdefault(v, []).append((op, position))
+        users = cache[("users",)] = value_users(fn)
     return users
 
 
