@@ -17,6 +17,7 @@ import numpy as np
 from . import _numba as nb
 from .ad.guards import emit_guards, private_copies
 from .ad.inline import inline_njit_calls
+from .ad.nan_retry import NAN_NOTES, emit_nan_notes, has_nan
 from .api import (ArgumentError, _check_njit, _def_loc, _kind, checked_primals_and_tangents,
                   compile_lock, refuse_aliased_writes, value_key)
 from .api_reverse import reverse_rule
@@ -34,8 +35,15 @@ def hvp(f, primals: Sequence, tangents: Sequence) -> tuple:
     primal, shaped like it (None for int and bool arguments), the Hessian of `f` with respect to
     all its float arguments applied to the direction `tangents`."""
     primals, checked = checked_primals_and_tangents(f, primals, tangents, "hvp")
-    key = ("hvp", f, tuple(value_key(f, p) for p in primals))
-    rule, one = api_cached(key, lambda: _hvp_rule(f, primals))
+    hv = _run_hvp(f, primals, checked, strong_zeros=False)
+    if has_nan(hv):  # again with zero-guarded products (ad/nan_retry.py)
+        hv = _run_hvp(f, primals, checked, strong_zeros=True)
+    return hv
+
+
+def _run_hvp(f, primals: tuple, checked: list, strong_zeros: bool) -> tuple:
+    key = ("hvp", f, tuple(value_key(f, p) for p in primals), strong_zeros)
+    rule, one = api_cached(key, lambda: _hvp_rule(f, primals, strong_zeros))
     if rule.written:  # the rule runs f's sweep: on copies, so a failure leaves no trace
         refuse_aliased_writes(f, primals, checked, rule.written)
         primals = private_copies(primals, rule.written)
@@ -44,12 +52,12 @@ def hvp(f, primals: Sequence, tangents: Sequence) -> tuple:
     return tuple(hv)
 
 
-def _hvp_rule(f, primals: tuple) -> tuple:
+def _hvp_rule(f, primals: tuple, strong_zeros: bool) -> tuple:
     active = frozenset(i for i, p in enumerate(primals) if _kind(p) != "none")
     argtypes = tuple(f.typeof_pyval(p) for p in primals)
     one = _unit_cotangent(f, argtypes, "hvp")
     with compile_lock():
-        return derived_hvp_rule(f, argtypes, 1, active), one
+        return derived_hvp_rule(f, argtypes, 1, active, strong_zeros), one
 
 
 def hessian(f, argnums: int = 0):
@@ -61,21 +69,28 @@ def hessian(f, argnums: int = 0):
         raise ArgumentError(f"hessian({f.py_func.__qualname__}): argnums must be an int, got "
                             f"{argnums!r} (a Hessian with "
                             f"respect to several arguments: pack them into one array)")
+    return _hessian_dispatcher(f, argnums, strong_zeros=False)
+
+
+def _hessian_dispatcher(f, argnums: int, strong_zeros: bool):
     names = list(inspect.signature(f.py_func).parameters)
 
     def derive(argtypes: tuple):
-        return _hessian_ir(f, argtypes, argnums, names)
+        return _hessian_ir(f, argtypes, argnums, names, strong_zeros)
 
     def build():
+        # a Hessian with a nan is computed again with zero-guarded products (nan_retry.py)
+        retry = None if strong_zeros else \
+            (lambda: _hessian_dispatcher(f, argnums, strong_zeros=True))
         return DerivedDispatcher(f"hessian_{f.py_func.__name__}", names, derive,
-                                 bool(f.targetoptions.get("boundscheck")))
+                                 bool(f.targetoptions.get("boundscheck")), retry, NAN_NOTES)
 
     # one dispatcher per function and argnums, as for grad: `hessian(f)(x)` written in a loop
     # compiles once, not once per call (about 4 s each)
-    return api_cached(("hessian", f, argnums), build)
+    return api_cached(("hessian", f, argnums, strong_zeros), build)
 
 
-def _hessian_ir(f, argtypes: tuple, argnum: int, names: list):
+def _hessian_ir(f, argtypes: tuple, argnum: int, names: list, strong_zeros: bool):
     types = [from_numba(t) for t in argtypes]
     qualname = f.py_func.__qualname__
     if not -len(types) <= argnum < len(types):
@@ -89,7 +104,7 @@ def _hessian_ir(f, argtypes: tuple, argnum: int, names: list):
                             f"exist for float scalars and float arrays")
     width = 1 if isinstance(x, FloatType) else HESSIAN_WIDTH
     one = _unit_cotangent(f, tuple(argtypes), "hessian")
-    rule = derived_hvp_rule(f, tuple(argtypes), width, frozenset([argnum]))
+    rule = derived_hvp_rule(f, tuple(argtypes), width, frozenset([argnum]), strong_zeros)
     seed = (np.float32(1.0) if x.bits == 32 else 1.0) if isinstance(x, FloatType) else None
     driver = _driver(rule, len(types), argnum, width, one, seed,
                      x.ndim if isinstance(x, ArrayType) else 0)
@@ -97,6 +112,8 @@ def _hessian_ir(f, argtypes: tuple, argnum: int, names: list):
     b.position_at_end(b.new_block("entry"))
     args = emit_guards(b, list(b.function.args), rule.written, qualname)  # ad/guards.py
     result = b.call(driver, args)
+    if not strong_zeros:
+        emit_nan_notes(b, result)  # the Python call then reruns the strong-zeros variant
     b.function.return_type = result.type
     b.ret(result)
     # one compiled function: the driver and the rule inlined (see api_reverse.inline_rule)

@@ -18,6 +18,7 @@ import numpy as np
 
 from .ad.guards import check_aliasing, deferred_interrupts, emit_guards, private_copies
 from .ad.inline import inline_njit_calls
+from .ad.nan_retry import NAN_NOTES, emit_nan_notes, has_nan
 from .ad.reverse.types import is_float_array
 from .ad.tangents import mentions_complex
 from .api import (ArgumentError, _check_argnum, _check_arguments, _check_njit,
@@ -49,11 +50,11 @@ def build_rrule(f, *args):
     return reverse_rule(f, tuple(f.typeof_pyval(a) for a in args))
 
 
-def reverse_rule(f, argtypes: tuple, active=None):
+def reverse_rule(f, argtypes: tuple, active=None, strong_zeros: bool = False):
     """`derived_reverse_rule`, refusing complex numbers (the reverse pass has no adjoints for
     them, and would silently drop their contribution)."""
     with compile_lock():
-        rule = derived_reverse_rule(f, tuple(argtypes), active)
+        rule = derived_reverse_rule(f, tuple(argtypes), active, strong_zeros)
     refuse_complex(f, argtypes, rule.ir)
     return rule
 
@@ -75,7 +76,7 @@ def refuse_complex(f, argtypes: tuple, fn) -> None:
     fn._moonlite_no_complex = True
 
 
-def _gradient_dispatcher(f, argnums, with_value: bool):
+def _gradient_dispatcher(f, argnums, with_value: bool, strong_zeros: bool = False):
     api = "value_and_grad" if with_value else "grad"
     _check_njit(f, api)
     nums = argnums if isinstance(argnums, tuple) else (argnums,)
@@ -86,18 +87,22 @@ def _gradient_dispatcher(f, argnums, with_value: bool):
     names = list(inspect.signature(f.py_func).parameters)
 
     def derive(argtypes: tuple):
-        return _gradient_ir(f, argtypes, argnums, with_value, api)
+        return _gradient_ir(f, argtypes, argnums, with_value, api, strong_zeros)
 
     def build():
+        # a gradient with a nan is computed again with zero-guarded products (nan_retry.py)
+        retry = None if strong_zeros else \
+            (lambda: _gradient_dispatcher(f, argnums, with_value, strong_zeros=True))
         return DerivedDispatcher(f"{api}_{f.py_func.__name__}", names, derive,
-                                 bool(f.targetoptions.get("boundscheck")))
+                                 bool(f.targetoptions.get("boundscheck")), retry, NAN_NOTES)
 
     # the same dispatcher for the same function and options: `grad(f)(x)` written inline, in
     # a loop, compiles once (forgotten, like every derived rule, when a custom rule is added)
-    return api_cached((api, f, argnums), build)
+    return api_cached((api, f, argnums, strong_zeros), build)
 
 
-def _gradient_ir(f, argtypes: tuple, argnums, with_value: bool, api: str):
+def _gradient_ir(f, argtypes: tuple, argnums, with_value: bool, api: str,
+                 strong_zeros: bool = False):
     nums = argnums if isinstance(argnums, tuple) else (argnums,)
     types = [from_numba(t) for t in argtypes]
     name = f.py_func.__qualname__
@@ -109,7 +114,7 @@ def _gradient_ir(f, argtypes: tuple, argnums, with_value: bool, api: str):
         if not is_differentiable(t):
             raise ArgumentError(f"{api}({name}): argument {n} has type {t}; gradients exist "
                                 f"for floats, float arrays and tuples holding them only")
-    rule = reverse_rule(f, tuple(argtypes), _active(types, nums))
+    rule = reverse_rule(f, tuple(argtypes), _active(types, nums), strong_zeros)
     out_type = rule.ir.return_type.elements[0]
     if not isinstance(out_type, FloatType):
         raise UnsupportedError(f"{api} of a function returning {out_type}", function=name,
@@ -124,6 +129,8 @@ def _gradient_ir(f, argtypes: tuple, argnums, with_value: bool, api: str):
     grads = b.tuple_getitem(result, 1)
     picked = [b.tuple_getitem(grads, n % len(types)) for n in nums]
     value = picked[0] if not isinstance(argnums, tuple) else b.build_tuple(picked)
+    if not strong_zeros:
+        emit_nan_notes(b, value)  # the Python call then reruns the strong-zeros variant
     if with_value:
         value = b.build_tuple([b.tuple_getitem(result, 0), value])
     b.function.return_type = value.type
@@ -182,10 +189,20 @@ def vjp(f, *primals):
         used.append(True)
         with guard():
             _, grads = pull(*work, _as_cotangent(dout, out), *state)
+        if has_nan(tuple(grads)):  # again with zero-guarded products (ad/nan_retry.py)
+            grads = _strong_zeros_gradients(f, argtypes, work, _as_cotangent(dout, out))
         return tuple(grads)
 
     pullback.arguments = work  # the private arrays, restored by the pullback (moonlite.testing)
     return out, pullback
+
+
+def _strong_zeros_gradients(f, argtypes: tuple, args: tuple, dout) -> tuple:
+    """The gradients of the strong-zeros reverse rule at `args` (which the plain pullback has
+    restored; the rule runs on copies of them)."""
+    rule = reverse_rule(f, argtypes, strong_zeros=True)
+    _, grads = rule(*_copy(args), dout)
+    return grads
 
 
 def _parameter_names(f) -> list:
@@ -219,6 +236,9 @@ def jacrev(f, argnums=0):
             else:
                 seed = type(out)(1.0) if isinstance(out, np.floating) else 1.0
             _, grads = rule(*_copy(args), seed)
+            if has_nan(tuple(grads[n % len(args)] for n in nums)):  # ad/nan_retry.py
+                grads = _strong_zeros_gradients(f, tuple(f.typeof_pyval(a) for a in args),
+                                                args, seed)
             for n in nums:
                 rows[n].append(np.asarray(grads[n % len(args)], dtype=float))
         jacs = tuple(np.stack(rows[n]).reshape(np.shape(out) + np.shape(args[n])) for n in nums)

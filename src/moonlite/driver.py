@@ -71,34 +71,36 @@ def derived_forward_rule(f, argtypes: tuple, width: int = 1, active=None):
         return rule
 
 
-def derived_reverse_rule(f, argtypes: tuple, active=None):
+def derived_reverse_rule(f, argtypes: tuple, active=None, strong_zeros: bool = False):
     """The compiled reverse rule of njit function `f` for numba `argtypes`:
     `rule(*args, dout) -> (out, grads)` with one gradient per argument (`None` for an array
-    argument outside `active` that `f` never writes: see `reverse_transform`)."""
+    argument outside `active` that `f` never writes: see `reverse_transform`). `strong_zeros`:
+    the variant with every adjoint product zero-guarded (`lower/nan_retry.py`)."""
     active = None if active is None else frozenset(active)
-    key = ("reverse", f, tuple(argtypes), active)
+    key = ("reverse", f, tuple(argtypes), active, strong_zeros)
     with _lock:
         rule = _cache.get(key)
         if rule is None:
             flat = _inlined_primal(f, argtypes)
             # compiled at its first call: grad and hessian inline its IR into their own
-            reverse = reverse_transform(flat, active, context=PASS_CONTEXT)
+            reverse = reverse_transform(flat, active, context=PASS_CONTEXT,
+                                        strong_zeros=strong_zeros)
             rule = _cache[key] = lower(verified(reverse, "reverse mode"), eager=False)
             rule.written = written_arguments(flat)  # what guards.py copies and checks
         return rule
 
 
-def derived_hvp_rule(f, argtypes: tuple, width: int, active) -> object:
+def derived_hvp_rule(f, argtypes: tuple, width: int, active, strong_zeros: bool = False):
     """Forward mode over the reverse rule of `f` (Hessian-vector products): the compiled
     `rule(*args, dout, *tangents_0, ..., *tangents_{width-1})` returning
     `((out, grads), (dout_0, dgrads_0), ...)`; `dgrads_j` is the Hessian times direction j
     (tangents for the argument indices in `active`; `dout` carries none)."""
     active = frozenset(active)
-    key = ("forward over reverse", f, tuple(argtypes), width, active)
+    key = ("forward over reverse", f, tuple(argtypes), width, active, strong_zeros)
     with _lock:
         rule = _cache.get(key)
         if rule is None:
-            reverse = derived_reverse_rule(f, argtypes)
+            reverse = derived_reverse_rule(f, argtypes, strong_zeros=strong_zeros)
             with quiet_performance_warnings():
                 rule = lower(verified(forward_transform(reverse.ir, width, active,
                                                         context=PASS_CONTEXT),
@@ -108,15 +110,16 @@ def derived_hvp_rule(f, argtypes: tuple, width: int, active) -> object:
         return rule
 
 
-def derived_reverse_split(f, argtypes: tuple) -> tuple:
+def derived_reverse_split(f, argtypes: tuple, strong_zeros: bool = False) -> tuple:
     """The reverse rule of `f` for numba `argtypes` cut in two compiled callables (for vjp):
     `sweep(*args) -> (out, state)` and `pullback(*args, dout, *state) -> (out, grads)`."""
-    key = ("reverse split", f, tuple(argtypes))
+    key = ("reverse split", f, tuple(argtypes), strong_zeros)
     with _lock:
         pair = _cache.get(key)
         if pair is None:
             flat = _inlined_primal(f, argtypes)
-            sweep, pullback = reverse_transform_split(flat, context=PASS_CONTEXT)
+            sweep, pullback = reverse_transform_split(flat, context=PASS_CONTEXT,
+                                                      strong_zeros=strong_zeros)
             pair = _cache[key] = (lower(verified(sweep, "the vjp cut (sweep)")),
                                   lower(verified(pullback, "the vjp cut (pullback)")))
             pair[0].written = written_arguments(flat)

@@ -235,13 +235,10 @@ def test_wide_seed_20036_checks_pass():
     assert result.status == "ok", result
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open: grad returns nan where central differences give 28.5 and jvp agrees with them "
-    "(wide seed 20221): x0 overflows to -inf in a double loop (x0 = x0 * t5 * t13 * t12 with "
-    "t12 = 1 + tanh(t9**2)**2 * x0 * t9), the result reads it only through tanh(min(x0, 0)), "
-    "whose derivative there is 0, and the pullback multiplies that zero adjoint by infinite "
-    "partials (0 * inf = nan); scalar products in reverse mode are not zero-guarded. Fails the "
-    "same way before the reverse-speed work (8337f16)"))
 def test_wide_seed_20221_checks_pass():
+    """grad returned nan where central differences give 28.5 (wide seed 20221): x0 overflows
+    to -inf in a double loop, the result reads it only through tanh(min(x0, 0)), whose
+    derivative there is 0, and the pullback multiplied that zero adjoint by infinite partials.
+    Fixed by the rerun with zero-guarded products (ad/nan_retry.py)."""
     result = check_case(generate_kernel(20221, "wide"))
     assert result.status == "ok", result

@@ -102,20 +102,39 @@ class DerivedDispatcher(_QuietCompile, nb.CPUDispatcher):
     and build its gradient). Like any njit function it compiles on the first call with new
     argument types, from Python or while numba types a call inside another njit function."""
 
-    def __init__(self, name: str, argnames: list, derive, boundscheck: bool = False):
+    def __init__(self, name: str, argnames: list, derive, boundscheck: bool = False,
+                 retry=None, notes=None):
         self.irs: dict = {}
         self._derive = derive
+        # `retry()`: the dispatcher to call instead when this call noted a nan in `notes`
+        # (a per-thread count, see ad/nan_retry.py); None: results are returned as they are
+        self._retry, self._notes = retry, (notes if retry is not None else None)
         stub = _stub(name, argnames)
         stub.__moonlite_derive__ = self._derive_and_keep
         options = dict(DERIVED_OPTIONS, boundscheck=boundscheck)  # the primal's (see lower())
         super().__init__(stub, targetoptions=options, pipeline_class=LoweringPipeline)
 
     def __call__(self, *args, **kws):
+        notes = self._notes  # written out twice: a helper call costs 100 ns of 1 us
+        if notes is None:
+            try:
+                return _dispatcher_call(self, *args, **kws)
+            except TypeError:
+                self._check_call(args, kws)
+                raise
+        before = notes.count
         try:
-            return _dispatcher_call(self, *args, **kws)
+            out = _dispatcher_call(self, *args, **kws)
         except TypeError:
             self._check_call(args, kws)
             raise
+        if notes.count != before:
+            return self._retry()(*args, **kws)
+        return out
+
+    def call_without_retry(self, *args, **kws):
+        """The compiled call alone (what a call from njit code gets): for tests."""
+        return _dispatcher_call(self, *args, **kws)
 
     def _check_call(self, args: tuple, kws: dict) -> None:
         """numba's dispatcher says 'not enough arguments: expected 2, got 1' without naming the

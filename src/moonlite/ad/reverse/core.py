@@ -30,27 +30,34 @@ from .pullback import Pullback
 from .sweep import ForwardSweep
 
 
-def reverse_transform(fn: Function, active=None, context: PassContext = NO_CALLEES) -> Function:
+def reverse_transform(fn: Function, active=None, context: PassContext = NO_CALLEES,
+                      strong_zeros: bool = False) -> Function:
     """The gradient function of `fn` (see the module docstring); `fn` is left untouched.
 
     `active` (argument indices, default all) says which gradients are wanted: an array argument
     outside it that `fn` never writes is a constant (no shadow, gradient `None`), so data arrays
-    cost nothing in the pullback."""
-    return _ReversePass(fn, active, context).run()
+    cost nothing in the pullback. `strong_zeros`: every product of an adjoint and a partial is
+    exactly zero where either is (`rules/strong_zeros.py`), bounded partials and array
+    updates included: the variant the API falls back to when a gradient has a nan
+    (`lower/nan_retry.py`), since the checks cost up to 2x on loop kernels."""
+    return _ReversePass(fn, active, context, strong_zeros).run()
 
 
-def reverse_transform_split(fn: Function, context: PassContext = NO_CALLEES) -> tuple:
+def reverse_transform_split(fn: Function, context: PassContext = NO_CALLEES,
+                            strong_zeros: bool = False) -> tuple:
     """`(sweep, pullback)`: the gradient function of `fn` cut where the sweep hands over to the
     pullback, for callers that return to Python in between (`split.py`)."""
-    rp = _ReversePass(fn, context=context)
+    rp = _ReversePass(fn, context=context, strong_zeros=strong_zeros)
     combined = rp.run()
     return split_rule(combined, rp.handoff, rp.resume, rp.out_var, list(rp.adjoints.values()),
                       len(fn.args))
 
 
 class _ReversePass(CustomRuleAdjoints, KeptValues, AdjointStore, ForwardSweep, Pullback, ElementwiseAdjoints, MemoryAdjoints):
-    def __init__(self, fn: Function, active=None, context: PassContext = NO_CALLEES):
+    def __init__(self, fn: Function, active=None, context: PassContext = NO_CALLEES,
+                 strong_zeros: bool = False):
         self.fn = fn
+        self.strong_zeros = strong_zeros  # every adjoint product zero-guarded (elementwise.py)
         self.context = context  # callee IR for custom.py (driver.PASS_CONTEXT)
         out = fn.return_type
         if not (_is_float(out) or _is_float_array(out)):

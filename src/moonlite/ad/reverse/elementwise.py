@@ -105,13 +105,20 @@ class ElementwiseAdjoints:
         subtraction), or partials declared bounded, of scalars. Arrays multiply strongly even
         then: array code computes every entry, masked ones too, so a primal entry may itself be
         nan or inf (`np.where(d > 0, np.sqrt(d) * c, 0)`: the adjoint of `c` gets 0 * nan from
-        the entries `where` drops; fuzz, wide profile, seeds 78, 168, 180, 234)."""
+        the entries `where` drops; fuzz, wide profile, seeds 78, 168, 180, 234).
+
+        Bounded partials are finite only where the primals are: after an overflow (a primal
+        of inf that the result reads only through a saturated tanh, say) a zero adjoint times
+        an infinite partial is nan. The strong-zeros variant of the pass (`strong_zeros`)
+        guards these products too; the API reruns a gradient with it when one has a nan."""
         op = getattr(derivative, "op", None)
         if isinstance(op, ops.Neg):
             op = getattr(op.value, "op", None)
         if isinstance(op, ops.Constant) and isinstance(op.value, (int, float)) \
                 and np.isfinite(op.value):
             return True
+        if self.strong_zeros:
+            return False
         arrays = isinstance(derivative.type, ArrayType) or any(
             isinstance(v.type, ArrayType) for v in primals)
         return not arrays and has_bounded_partials(rule, primals)

@@ -6,15 +6,12 @@ A mixin of the reverse pass (`core._ReversePass`)."""
 
 from __future__ import annotations
 
-from __future__ import annotations
-
-
-
 from ...ir import ops
 from ...ir.core import Op
 from ...ir.types import ArrayType, BoolType, TupleType, none
 from ...rules.custom import lookup_custom
 from ...rules.registry import ANY_KEYWORD, lookup as _lookup
+from ...rules.strong_zeros import strong_product
 from ...ir.traits import ALLOCATES
 from ..opinfo import (describe as _describe,
                      positional as _positional, primitive as _primitive)
@@ -86,10 +83,10 @@ class MemoryAdjoints:
             elif kind is ops.Sub:
                 self.send(op.value, self.b.neg(shadow))
             elif kind is ops.Mul:
-                self.send(op.value, self.b.mul(shadow, saved))
+                self.send(op.value, self._adjoint_product(shadow, saved))
             elif kind is ops.TrueDiv:
                 value = self.recall(op.value)
-                self.send(op.value, self.b.neg(self.b.div(self.b.mul(shadow, saved),
+                self.send(op.value, self.b.neg(self.b.div(self._adjoint_product(shadow, saved),
                                                            self.b.mul(value, value))))
             else:
                 raise self.unsupported(op, f"the in-place operator {kind.SYMBOL}= in reverse "
@@ -101,6 +98,12 @@ class MemoryAdjoints:
                                    f"write it as a = a {kind.SYMBOL} b")
         self.b.setitem(target, self.b.build_slice(*(self.b.const(None, none),) * 3), saved)
         self.release(op, key=Saved(op))
+
+    def _adjoint_product(self, shadow, saved):
+        """shadow * saved, exactly zero where the shadow is in the strong-zeros variant."""
+        if self.strong_zeros:
+            return strong_product(self.b, shadow, saved)
+        return self.b.mul(shadow, saved)
 
     def rv_call(self, op: ops.Call) -> None:
         custom = lookup_custom(op.callee)
