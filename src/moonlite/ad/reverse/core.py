@@ -27,6 +27,7 @@ from .elementwise import ElementwiseAdjoints
 from .keep import How, KeptValues
 from .memory import MemoryAdjoints
 from .pullback import Pullback
+from .scratch import unrestored_writes
 from .sweep import ForwardSweep
 
 
@@ -101,6 +102,7 @@ class _ReversePass(CustomRuleAdjoints, KeptValues, AdjointStore, ForwardSweep, P
         self._written: dict = {}
         self.varied = varied_values(fn, active, self.constant_arrays)
         self.need = self._needed_values()
+        self.unrestored = unrestored_writes(fn, self.remat)  # writes not saved (scratch.py)
 
     def run(self) -> Function:
         order = reverse_post_order(self.fn)

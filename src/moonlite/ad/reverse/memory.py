@@ -68,6 +68,8 @@ class MemoryAdjoints:
                 self.b.setitem(shadow, index, self.b.const(0.0, op.target.type.dtype))
             else:
                 self.b.setitem(shadow, index, self.b.const(0.0, written.type))
+        if op in self.unrestored:  # nothing saved: nobody reads the array back (scratch.py)
+            return
         saved = self.recall(op, key=Saved(op))
         self.b.setitem(target, index, saved)
         self.release(op, key=Saved(op))

@@ -153,6 +153,9 @@ class ForwardSweep:
         # save what the write overwrites, so the pullback can restore it
         self._refuse_write_through_reshape(op, op.target)
         target, index = self.values[op.target], self.values[op.index]
+        if op in self.unrestored:  # a scratch array nobody reads back (scratch.py)
+            self.emit_clone(op)
+            return
         earlier = _earlier_read(op)
         if earlier is not None and earlier in self.kept:
             # `a[i] += ...` read a[i] already and kept it: that is the value to restore
