@@ -35,6 +35,14 @@ def overflowing_scalar(a, b):
     return math.tanh(min(y, 0.0)) + a * b * b
 
 
+@numba.njit
+def dividing(x):
+    # the primal's own division multiplies its adjoint plainly; here the partial in the
+    # denominator overflows (-t / den = -inf) while tanh is flat at t = 1.2e300
+    t = x[0] / (x[1] * 1e-300)
+    return math.tanh(t) + x[0] * x[1]
+
+
 X = np.array([-2.0, 3.0])
 
 
@@ -57,6 +65,15 @@ def test_grad_matches_central_differences():
     g = moonlite.grad(overflowing)(X)
     np.testing.assert_allclose(g, central_differences(overflowing, (X,)), rtol=1e-6)
     np.testing.assert_allclose(g, _expected_gradient(X), rtol=1e-12)
+
+
+def test_an_overflowing_division():
+    x = np.array([0.4, 1.5])
+    rule = derived_reverse_rule(dividing, (numba.typeof(x),))
+    assert np.isnan(rule(x.copy(), 1.0)[1][0]).any()
+    g = moonlite.grad(dividing)(x)
+    np.testing.assert_allclose(g, central_differences(dividing, (x,)), rtol=1e-6)
+    np.testing.assert_allclose(g, [1.5, 0.4], rtol=1e-12)
 
 
 def test_value_and_grad_and_scalar_arguments():

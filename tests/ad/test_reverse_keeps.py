@@ -53,11 +53,11 @@ def chain(theta):
 def test_reads_of_arrays_written_entry_by_entry_are_read_again_not_kept():
     theta = np.array([0.3, -0.2, 0.7, 0.1])
     pushes = _pushes(chain, theta)
-    # only the saves of what the writes overwrite: the 4 writes into R, the write into out (in
-    # its loop) and the write into M (in its loop); not the entries the product reads, nor
-    # cos and sin (nothing reads them back: d cos(t) = -sin(t) comes from t), nor a counter
-    # of the nested range(2) loops
-    assert len(pushes) == 4 + 1 + 1
+    # only the saves of what the writes overwrite: the 4 writes into R and the write into M
+    # (in its loop); not the write into the scratch `out`, which nobody reads back
+    # (reverse/scratch.py), not the entries the product reads, nor cos and sin (nothing reads
+    # them back: d cos(t) = -sin(t) comes from t), nor a counter of the nested range(2) loops
+    assert len(pushes) == 4 + 1
     assert _int_tapes(chain, theta) == 0
     _check_gradient(chain, theta)
 

@@ -42,6 +42,7 @@ from ..ir.core import Function, Op, Value
 from ..ir.traits import Trait
 from ..ir.types import ArrayType, FloatType, TupleType, none
 from ..rules import RuleNotApplicable, lookup_jvp
+from ..rules.scalar import checked_division_jvp, is_checked_division
 from ..rules.custom import call_jvp, lookup_custom
 from .activity import varied_values
 from .context import NO_CALLEES, PassContext
@@ -225,7 +226,7 @@ class _ForwardPass:
             if result is not None and is_differentiable(result.type):
                 self.set_tangents(result, self.fresh_or_zero(result))
             return
-        rule = self._rule(op)
+        rule = checked_division_jvp if is_checked_division(op) else self._rule(op)
         out = [self._apply(rule, op, new, ts) for ts in tangents]
         if result is not None and is_differentiable(result.type):
             self.set_tangents(result, [self._as_result_tangent(result, t) for t in out])

@@ -44,6 +44,31 @@ defpartials(ops.Mul, lambda b, x, y: y, lambda b, x, y: x, bounded=True)
 defpartials(ops.TrueDiv,
             lambda b, x, y: _reciprocal(b, y),
             lambda b, x, y: b.neg(b.mul(b.mul(x, _reciprocal(b, y)), _reciprocal(b, y))))
+
+
+def checked_division_jvp(b, primals, tangents, kwargs):
+    """The forward rule of the primal's own scalar `/` (`checked`: it raised ZeroDivisionError
+    for a zero divisor, so 1/y is finite past it, barring overflow, as a product's partials
+    are): plain products, where `ops.TrueDiv`'s registered rule multiplies strongly for the
+    unchecked divisions of derived code and arrays. The zero guards were most of a camera
+    projection's JVP. The forward pass picks it for checked scalar divisions."""
+    (x, y), (dx, dy) = primals, tangents
+    inverse = _reciprocal(b, y)
+    terms = []
+    if dx is not None:
+        terms.append(b.mul(dx, inverse))
+    if dy is not None:
+        terms.append(b.neg(b.mul(dy, b.mul(b.mul(x, inverse), inverse))))
+    if not terms:
+        return None
+    return terms[0] if len(terms) == 1 else b.add(terms[0], terms[1])
+
+
+def is_checked_division(op) -> bool:
+    """The primal's own scalar `/`, which raised for a zero divisor."""
+    return isinstance(op, ops.TrueDiv) and op.checked and op.result.type.is_scalar
+
+
 defzero(ops.FloorDiv)
 # x % y == x - y * floor(x / y) (Python's and numba's float modulo)
 defpartials(ops.Mod,

@@ -18,6 +18,7 @@ from ...ir.types import ArrayType, TupleType
 from ...rules import RuleNotApplicable, lookup_jvp
 from ...ir.traits import ELEMENTWISE
 from ...rules import has_bounded_partials, is_one as _is_one
+from ...rules.scalar import is_checked_division
 from ...rules.strong_zeros import strong_product
 from ..opinfo import (describe as _describe,
                      keyword_values as _keyword_values, positional as _positional,
@@ -79,7 +80,8 @@ class ElementwiseAdjoints:
             if _is_one(derivative):
                 self.send(operands[k], adjoint)  # d(x + y)/dx: the adjoint itself
                 continue
-            if self._plain_product(rule, primals, derivative):  # finite: a plain product is exact
+            if self._plain_product(rule, primals, derivative, op):
+                # finite partials: a plain product is exact (an overflow's nan is rerun)
                 self.send(operands[k], self.b.mul(adjoint, derivative))
             else:  # a zero factor gives exactly zero, even against an infinite one
                 self.send(operands[k], strong_product(self.b, adjoint, derivative))
@@ -100,7 +102,7 @@ class ElementwiseAdjoints:
         derivative = _without_unit_factor(derivative, unit[k])
         return self.b.const(1.0) if derivative is unit[k] else derivative
 
-    def _plain_product(self, rule, primals: tuple, derivative: Value) -> bool:
+    def _plain_product(self, rule, primals: tuple, derivative: Value, primal_op: Op) -> bool:
         """A derivative that is finite wherever the primals are: a finite constant (the -1 of a
         subtraction), or partials declared bounded, of scalars. Arrays multiply strongly even
         then: array code computes every entry, masked ones too, so a primal entry may itself be
@@ -119,6 +121,11 @@ class ElementwiseAdjoints:
             return True
         if self.strong_zeros:
             return False
+        if is_checked_division(primal_op):
+            # the primal's own scalar `/` raised for a zero divisor: 1/y and -x/y**2 are finite
+            # past it, barring overflow, as a product's partials are (the zero guards were a
+            # fifth of the reprojection residual's gradient)
+            return True
         arrays = isinstance(derivative.type, ArrayType) or any(
             isinstance(v.type, ArrayType) for v in primals)
         return not arrays and has_bounded_partials(rule, primals)

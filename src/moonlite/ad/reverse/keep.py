@@ -119,7 +119,12 @@ class KeptValues:
             return self.b.emit(clone_op(old.op, {}, {})).result
         if key is old and old in self.remat and old not in self.kept:
             values = {v: self.recall(v) for v in old.op.operands}
-            return self.b.emit(clone_op(old.op, values, {})).result
+            clone = clone_op(old.op, values, {})
+            if getattr(clone, "checked", False):
+                # the sweep's division already passed its check: a recomputed one needs no
+                # zero test and raise path (per iteration in a pullback loop)
+                clone.checked = False
+            return self.b.emit(clone).result
         how, where = self.kept[key].how, self.kept[key].where
         if how is How.ALIAS:
             return self.recall(where)
