@@ -187,10 +187,11 @@ def vjp(f, *primals):
         if used:
             raise ArgumentError(f"vjp({name}): this pullback was already used: call vjp again")
         used.append(True)
+        cotangent = _as_cotangent(dout, out)
         with guard():
-            _, grads = pull(*work, _as_cotangent(dout, out), *state)
+            _, grads = pull(*work, cotangent, *state)
         if has_nan(tuple(grads)):  # again with zero-guarded products (ad/nan_retry.py)
-            grads = _strong_zeros_gradients(f, argtypes, work, _as_cotangent(dout, out))
+            grads = _strong_zeros_gradients(f, argtypes, work, cotangent)
         return tuple(grads)
 
     pullback.arguments = work  # the private arrays, restored by the pullback (moonlite.testing)
@@ -219,7 +220,8 @@ def jacrev(f, argnums=0):
         nums = argnums if isinstance(argnums, tuple) else (argnums,)
         for n in nums:
             _check_argnum(n, args, f"jacrev({f.py_func.__qualname__})")
-        rule = reverse_rule(f, tuple(f.typeof_pyval(a) for a in args))
+        argtypes = tuple(f.typeof_pyval(a) for a in args)
+        rule = reverse_rule(f, argtypes)
         check_aliasing(f.py_func.__qualname__, args, rule.written, _parameter_names(f))
         out = f(*_copy(args))
         float_array = isinstance(out, np.ndarray) and np.issubdtype(out.dtype, np.floating)
@@ -237,8 +239,7 @@ def jacrev(f, argnums=0):
                 seed = type(out)(1.0) if isinstance(out, np.floating) else 1.0
             _, grads = rule(*_copy(args), seed)
             if has_nan(tuple(grads[n % len(args)] for n in nums)):  # ad/nan_retry.py
-                grads = _strong_zeros_gradients(f, tuple(f.typeof_pyval(a) for a in args),
-                                                args, seed)
+                grads = _strong_zeros_gradients(f, argtypes, args, seed)
             for n in nums:
                 rows[n].append(np.asarray(grads[n % len(args)], dtype=float))
         jacs = tuple(np.stack(rows[n]).reshape(np.shape(out) + np.shape(args[n])) for n in nums)

@@ -75,7 +75,7 @@ def derived_reverse_rule(f, argtypes: tuple, active=None, strong_zeros: bool = F
     """The compiled reverse rule of njit function `f` for numba `argtypes`:
     `rule(*args, dout) -> (out, grads)` with one gradient per argument (`None` for an array
     argument outside `active` that `f` never writes: see `reverse_transform`). `strong_zeros`:
-    the variant with every adjoint product zero-guarded (`lower/nan_retry.py`)."""
+    the variant with every adjoint product zero-guarded (`ad/nan_retry.py`)."""
     active = None if active is None else frozenset(active)
     key = ("reverse", f, tuple(argtypes), active, strong_zeros)
     with _lock:
@@ -110,16 +110,15 @@ def derived_hvp_rule(f, argtypes: tuple, width: int, active, strong_zeros: bool 
         return rule
 
 
-def derived_reverse_split(f, argtypes: tuple, strong_zeros: bool = False) -> tuple:
+def derived_reverse_split(f, argtypes: tuple) -> tuple:
     """The reverse rule of `f` for numba `argtypes` cut in two compiled callables (for vjp):
     `sweep(*args) -> (out, state)` and `pullback(*args, dout, *state) -> (out, grads)`."""
-    key = ("reverse split", f, tuple(argtypes), strong_zeros)
+    key = ("reverse split", f, tuple(argtypes))
     with _lock:
         pair = _cache.get(key)
         if pair is None:
             flat = _inlined_primal(f, argtypes)
-            sweep, pullback = reverse_transform_split(flat, context=PASS_CONTEXT,
-                                                      strong_zeros=strong_zeros)
+            sweep, pullback = reverse_transform_split(flat, context=PASS_CONTEXT)
             pair = _cache[key] = (lower(verified(sweep, "the vjp cut (sweep)")),
                                   lower(verified(pullback, "the vjp cut (pullback)")))
             pair[0].written = written_arguments(flat)

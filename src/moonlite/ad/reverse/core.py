@@ -40,15 +40,14 @@ def reverse_transform(fn: Function, active=None, context: PassContext = NO_CALLE
     cost nothing in the pullback. `strong_zeros`: every product of an adjoint and a partial is
     exactly zero where either is (`rules/strong_zeros.py`), bounded partials and array
     updates included: the variant the API falls back to when a gradient has a nan
-    (`lower/nan_retry.py`), since the checks cost up to 2x on loop kernels."""
+    (`ad/nan_retry.py`), since the checks cost up to 2x on loop kernels."""
     return _ReversePass(fn, active, context, strong_zeros).run()
 
 
-def reverse_transform_split(fn: Function, context: PassContext = NO_CALLEES,
-                            strong_zeros: bool = False) -> tuple:
+def reverse_transform_split(fn: Function, context: PassContext = NO_CALLEES) -> tuple:
     """`(sweep, pullback)`: the gradient function of `fn` cut where the sweep hands over to the
     pullback, for callers that return to Python in between (`split.py`)."""
-    rp = _ReversePass(fn, context=context, strong_zeros=strong_zeros)
+    rp = _ReversePass(fn, context=context)
     combined = rp.run()
     return split_rule(combined, rp.handoff, rp.resume, rp.out_var, list(rp.adjoints.values()),
                       len(fn.args))

@@ -19,6 +19,7 @@ from ...ir.core import Function
 from ...ir.traits import ALLOCATES
 from ...ir.types import ArrayType
 from ..readonly import value_users
+from .sweep import _advanced_index
 
 
 def unrestored_writes(fn: Function, remat: set) -> frozenset:
@@ -45,7 +46,7 @@ def _scalar_entry_writes(array, uses: list, remat: set):
     for user, position in uses:
         if isinstance(user, ops.SetItem) and position == 0 and user.target is array \
                 and not isinstance(user.value.type, ArrayType) \
-                and not _is_array_index(user.index):
+                and not _advanced_index(user):
             writes.append(user)
         elif isinstance(user, ops.GetItem) and position == 0 and user.value is array \
                 and not isinstance(user.result.type, ArrayType) and user.result not in remat:
@@ -54,8 +55,3 @@ def _scalar_entry_writes(array, uses: list, remat: set):
             return None  # a view, a call, a return, a phi: contents may be read back
     return writes
 
-
-def _is_array_index(index) -> bool:
-    t = index.type
-    return isinstance(t, ArrayType) or any(isinstance(e, ArrayType)
-                                           for e in getattr(t, "elements", ()))
