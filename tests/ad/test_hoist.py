@@ -129,3 +129,86 @@ def _fd_hessian(f, p, y, h=1e-4):
         e[k] = h
         H[:, k] = (g(p + e, y) - g(p - e, y)) / (2 * h)
     return H
+
+
+@numba.njit
+def axis_angle(cam, pts):
+    # the reprojection residual's rotation: `w = cam / theta` under a loop-invariant test
+    total = 0.0
+    for i in range(pts.shape[0]):
+        theta2 = cam[0] * cam[0] + cam[1] * cam[1]
+        theta = math.sqrt(theta2)
+        if theta2 > 1e-12:
+            wx = cam[0] / theta
+            wy = cam[1] / theta
+            x = pts[i, 0] * math.cos(theta) + (wx * pts[i, 1] - wy * pts[i, 0]) * math.sin(theta)
+        else:
+            x = pts[i, 0] + cam[1] * pts[i, 1]
+        total += x * x + cam[2] * x
+    return total
+
+
+def _divisions_in_loops(fn):
+    return [op for op in _ops_in_loops(fn) if type(op).__name__ == "TrueDiv"]
+
+
+def test_a_checked_division_is_hoisted_unchecked_and_its_test_stays():
+    cam = np.array([0.3, -0.2, 0.5])
+    pts = np.random.default_rng(1).standard_normal((6, 2))
+    fn = _hoisted_ir(axis_angle, cam, pts)
+    kept = _divisions_in_loops(fn)
+    assert len(kept) == 2 and all(op.checked for op in kept)
+    read = {v for op in fn.ops() for v in op.operands}
+    assert not any(op.result in read for op in kept)  # only their test is left
+    in_loops = set(_ops_in_loops(fn))
+    hoisted = [op for op in fn.ops() if type(op).__name__ == "TrueDiv" and op not in in_loops]
+    assert len(hoisted) == 2 and not any(op.checked for op in hoisted)
+    np.testing.assert_allclose(moonlite.grad(axis_angle)(cam, pts),
+                               central_differences(axis_angle, (cam, pts)), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(moonlite.hessian(axis_angle)(cam, pts),
+                               _fd_hessian(axis_angle, cam, pts), rtol=1e-5, atol=1e-7)
+
+
+def test_a_hoisted_division_by_zero_the_primal_never_makes_gives_no_nan():
+    # theta = 0: the hoisted cam[0] / theta is 0/0, read by no iteration; its pullback meets a
+    # zero adjoint and must give 0, not 0 * inf (no nan, so no rerun either)
+    cam = np.array([0.0, 0.0, 0.5])
+    pts = np.random.default_rng(2).standard_normal((5, 2))
+    g = moonlite.grad(axis_angle)
+    expected = np.zeros(3)  # the else branch: cam[0] is not read
+    expected[1] = np.sum((2 * pts[:, 0] + cam[2]) * pts[:, 1])
+    expected[2] = np.sum(pts[:, 0])
+    np.testing.assert_allclose(g.call_without_retry(cam, pts), expected, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(g(cam, pts), expected, rtol=1e-12, atol=1e-14)
+
+
+@numba.njit
+def divide_when(a, b, x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        if x[i] > 0.0:
+            s += a / b * x[i]   # raises ZeroDivisionError for b == 0 only if some x[i] > 0
+        else:
+            s += a * x[i]
+    return s
+
+
+def test_the_check_of_a_hoisted_division_still_raises_where_the_primal_does():
+    pos = np.array([-1.0, 2.0, -3.0])
+    neg = np.array([-1.0, -2.0, -3.0])
+    g = moonlite.grad(divide_when, argnums=(0, 2))
+    for api in (lambda: g(1.5, 0.0, pos), lambda: moonlite.hessian(divide_when)(1.5, 0.0, pos)):
+        try:
+            api()
+        except ZeroDivisionError:
+            pass
+        else:
+            raise AssertionError("the division by zero did not raise")
+    da, dx = g(1.5, 0.0, neg)  # no division is made: no raise, no nan
+    assert da == np.sum(neg) and np.array_equal(dx, np.full(3, 1.5))
+    da, dx = g(1.5, 0.5, pos)
+    h = 1e-6
+    np.testing.assert_allclose(da, (divide_when(1.5 + h, 0.5, pos) - divide_when(1.5 - h, 0.5, pos))
+                               / (2 * h), rtol=1e-7)
+    np.testing.assert_allclose(dx, central_differences(divide_when, (1.5, 0.5, pos), argnum=2),
+                               rtol=1e-7)

@@ -53,11 +53,15 @@ def chain(theta):
 def test_reads_of_arrays_written_entry_by_entry_are_read_again_not_kept():
     theta = np.array([0.3, -0.2, 0.7, 0.1])
     pushes = _pushes(chain, theta)
-    # only the saves of what the writes overwrite: the 4 writes into R and the write into M
-    # (in its loop); not the write into the scratch `out`, which nobody reads back
-    # (reverse/scratch.py), not the entries the product reads, nor cos and sin (nothing reads
-    # them back: d cos(t) = -sin(t) comes from t), nor a counter of the nested range(2) loops
-    assert len(pushes) == 4 + 1
+    # the saves of what the writes overwrite: the 4 writes into R and the write into M (in
+    # its loop); not the write into the scratch `out`, which nobody reads back
+    # (reverse/scratch.py), not the entries the product reads, nor a counter of the nested
+    # range(2) loops. And c and s: each one's adjoint reads the other (d cos(t) = -sin(t)),
+    # two pushes instead of calling sin and cos again in the pullback (reads.known_results)
+    assert len(pushes) == 4 + 1 + 2
+    calls = [op for op in moonlite.build_rrule(chain, theta).ir.ops()
+             if getattr(op, "callee", None) in (math.sin, math.cos)]
+    assert len(calls) == 2  # the sweep's
     assert _int_tapes(chain, theta) == 0
     _check_gradient(chain, theta)
 
@@ -185,3 +189,52 @@ def test_a_read_feeding_arithmetic_used_after_a_writing_loop_is_kept():
     # found by the wide fuzz profile (seed 20036): recomputed where tanh's adjoint needs t,
     # after the pullback had undone only the writes that came after tanh, a[0] was misread
     _check_gradient(read_before_a_writing_loop, np.array([0.3, -0.7, 0.5]))
+
+
+@numba.njit
+def sin_before_cos(x):
+    # s comes first: the adjoint of sin reads c, which the block defines after it (the pullback
+    # releases c only after the adjoint of sin)
+    total = 0.0
+    for i in range(x.shape[0]):
+        h = 0.5 * x[i]
+        s = math.sin(h)
+        c = math.cos(h)
+        e = math.exp(s * c)
+        total += s * s * c + 3.0 * c + e
+    return total
+
+
+def _math_calls(f, *args) -> int:
+    return sum(callable(getattr(op, "callee", None)) and
+               getattr(op.callee, "__module__", None) == "math"
+               for op in moonlite.build_rrule(f, *args).ir.ops())
+
+
+def test_math_calls_the_primal_made_are_read_back_not_called_again():
+    x = np.array([0.3, -1.2, 2.0, 0.7])
+    assert _math_calls(sin_before_cos, x) == 3  # the sweep's sin, cos and exp only
+    _check_gradient(sin_before_cos, x)
+    # forward over reverse differentiates the kept values: against differences of the gradient
+    g = moonlite.grad(sin_before_cos)
+    H = moonlite.hessian(sin_before_cos)(x)
+    h = 1e-5
+    for k in range(x.shape[0]):
+        e = np.zeros_like(x)
+        e[k] = h
+        np.testing.assert_allclose(H[:, k], (g(x + e) - g(x - e)) / (2 * h), rtol=1e-6,
+                                   atol=1e-8)
+
+
+@numba.njit
+def cos_of_another_value(x):
+    total = 0.0
+    for i in range(x.shape[0]):
+        total += math.sin(x[i]) * math.cos(2.0 * x[i])  # cos of 2x is no derivative of sin x
+    return total
+
+
+def test_a_call_of_another_value_is_not_taken_for_a_derivative():
+    x = np.array([0.3, -1.2, 2.0])
+    assert _math_calls(cos_of_another_value, x) == 4  # d sin(x) = cos(x), d cos(2x) = sin(2x)
+    _check_gradient(cos_of_another_value, x)

@@ -28,7 +28,14 @@ so nothing is evaluated unless the loop runs at least once (a read `a[k]` is nev
 the primal would not make it). Ops hoisted: scalar arithmetic, casts, selects (pure, anywhere in
 the loop); `math` calls and reads of an array argument the function never writes (only from
 blocks every iteration runs before it can leave the loop, so they run in the first iteration of
-the primal too). Checked divisions (which raise) stay where they are.
+the primal too). A checked division of floats (the primal's own `/`, which raises for a zero
+divisor) is hoisted unchecked, and the checked op stays where it was, its result unused: it
+still raises where the primal raised, and LLVM reduces it to the test of the divisor. The
+hoisted division may then divide by zero in a run that never reaches the original (the loop's
+branch to it never taken): its result is never read there, and its pullback, an unchecked
+division's, zero-guards its products (a zero adjoint times 1/0 stays 0). Reprojection residual,
+`wx = cam[0] / theta` under a loop-invariant `if theta2 > 1e-12:` : three divisions and their
+pullbacks leave the loop.
 
 A loop inside another loop gets no guard: only ops that can neither fault nor raise (arithmetic,
 `math` calls) move, to the end of its preheader. Guarded, the join's phis would sit in the
@@ -146,6 +153,8 @@ def _may_hoist(fn: Function, op: Op, every_iteration: bool, made_anyway: set,
                readonly: dict, reads: bool) -> bool:
     if _pure_scalar(op):
         return True
+    if _checked_float_division(op):
+        return reads  # guarded moves only: the unguarded one is for ops that need no check
     if is_math_call(op):  # numba's math functions return nan or inf, they never raise
         return isinstance(op.result.type, FloatType) and \
             all(isinstance(v.type, (FloatType, IntType)) for v in op.operands)
@@ -156,6 +165,11 @@ def _may_hoist(fn: Function, op: Op, every_iteration: bool, made_anyway: set,
             readonly[op.value] = never_written(fn, op.value)
         return readonly[op.value]
     return False
+
+
+def _checked_float_division(op: Op) -> bool:
+    return isinstance(op, ops.TrueDiv) and op.checked and isinstance(op.result.type, FloatType) \
+        and all(isinstance(v.type, (FloatType, IntType)) for v in op.operands)
 
 
 def _read_key(op: Op):
@@ -233,13 +247,15 @@ def _clone_into(block: Block, invariant: list, loop) -> dict:
             if _constant(v) and v.op.block in loop.body and v not in moved:
                 moved[v] = _emit_clone(block, v.op, moved)
         _emit_clone(block, op, moved)
+        if _checked_float_division(op):
+            block.ops[-1].checked = False
     return moved
 
 
 def _replace(fn: Function, loop, invariant: list, replacement: dict, keep: Block) -> None:
     """Drop the invariant ops from the loop; every other op reads their replacements (the ops
     of `keep`, which hold the copies, already do)."""
-    gone = set(invariant)
+    gone = {op for op in invariant if not _checked_float_division(op)}  # these keep their test
     for block in loop.body:
         block.ops = [op for op in block.ops if op not in gone]
     for op in fn.ops():

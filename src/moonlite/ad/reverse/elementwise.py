@@ -23,7 +23,7 @@ from ...rules.strong_zeros import strong_product
 from ..opinfo import (describe as _describe,
                      keyword_values as _keyword_values, positional as _positional,
                      primitive as _primitive)
-from .reads import active_operands, reads
+from .reads import active_operands, known_calls_for, known_results, reads
 from .types import (has_adjoint as _has_adjoint, is_float as _is_float, is_float_array as _is_float_array,
                             unit_tangent)
 
@@ -68,13 +68,15 @@ class ElementwiseAdjoints:
         keywords = dict(zip(getattr(op, "kwnames", ()), (self.recall(v) for v in
                                                           _keyword_values(op))))
         partials = getattr(rule, "partials", None)  # defpartials' rules: no unit tangents
-        for k in active:
-            try:
-                derivative = (self._partial(partials[k], primals) if partials is not None
-                              else self._derivative_by_unit(rule, primals, keywords, k))
-            except RuleNotApplicable as exc:
-                raise self.unsupported(op, f"differentiating {_describe(op)}: {exc}",
-                                       "write a custom rule for this signature") from None
+        # math calls the primal already made (cos(x) beside sin(x)): read back, not called
+        known = {key: self.recall(v) for key, v in known_results(op).items() if v in read}
+        self.b.known_calls = known_calls_for(known, primals)
+        try:
+            derivatives = [(k, self._derivative(op, rule, partials, primals, keywords, k))
+                           for k in active]
+        finally:
+            self.b.known_calls = {}
+        for k, derivative in derivatives:
             if derivative is None:
                 continue
             if _is_one(derivative):
@@ -85,6 +87,14 @@ class ElementwiseAdjoints:
                 self.send(operands[k], self.b.mul(adjoint, derivative))
             else:  # a zero factor gives exactly zero, even against an infinite one
                 self.send(operands[k], strong_product(self.b, adjoint, derivative))
+
+    def _derivative(self, op: Op, rule, partials, primals: tuple, keywords: dict, k: int):
+        try:
+            return (self._partial(partials[k], primals) if partials is not None
+                    else self._derivative_by_unit(rule, primals, keywords, k))
+        except RuleNotApplicable as exc:
+            raise self.unsupported(op, f"differentiating {_describe(op)}: {exc}",
+                                   "write a custom rule for this signature") from None
 
     def _partial(self, partial, primals: tuple) -> Optional[Value]:
         if partial is None:

@@ -13,6 +13,7 @@ from ...ir.types import TupleType, int64, none
 from .branches import Choice
 from .types import (Entry, has_adjoint as _has_adjoint, is_float as _is_float)
 from .keep import ShadowOf
+from .reads import known_results, reads
 
 
 class Pullback:
@@ -20,15 +21,19 @@ class Pullback:
         self.b.position_at_end(self.rblocks[block])
         own = self._used_only_in_own_block()
         self._zero_adjoints(start=[op.result for op in block.ops if op.result in own])
+        late = _read_before_defined(block)
         for op in reversed(block.ops):
             if isinstance(op, self.CONTROL_OPS):
                 continue
             self.b.loc = op.loc
             self.REVERSE_HANDLERS[type(op)](self, op)
             if op.result is not None:
-                self.release(op.result)
+                if op.result not in late:
+                    self.release(op.result)
                 if ShadowOf(op.result) in self.kept and not isinstance(op, ops.InplaceBinary):
                     self.release(op.result, key=ShadowOf(op.result))
+            for value in [v for v, reader in late.items() if reader is op]:
+                self.release(value)
         phi_adjoints = [(phi, None, self.take_adjoint(phi.result)) for phi in block.phis
                         if _is_float(phi.result.type)]
         phi_adjoints += [(phi, k, self.take_adjoint(Entry(phi.result, k)))
@@ -142,3 +147,17 @@ class Pullback:
             shadow = self.shadow(value)
             if shadow is not None:
                 self.b.inplace(ops.Add, shadow, self.dout)
+
+
+def _read_before_defined(block: Block) -> dict:
+    """Values of `block` whose adjoint reads come from an op before their definition, each
+    mapped to the first such op: the pullback, which runs the block backwards, releases them
+    after that op's adjoint rather than at their own. Only `known_results` reads do that
+    (`c = cos(x); s = sin(x)`: the adjoint of cos reads s)."""
+    position = {op.result: k for k, op in enumerate(block.ops) if op.result is not None}
+    late: dict = {}
+    for k, op in enumerate(block.ops):
+        for value in known_results(op).values():
+            if position.get(value, -1) > k and value in reads(op):
+                late.setdefault(value, op)
+    return late

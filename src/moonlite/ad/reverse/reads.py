@@ -80,18 +80,50 @@ def _elementwise_reads(op: Op) -> set:
     operands = _positional(op)
     primitive = _primitive(op)
     types = tuple(v.type for v in operands)
+    known = known_results(op)
     try:
-        used = _dry_run(primitive, types, tuple(getattr(op, "kwnames", ())),
-                        tuple(v.type for v in _keyword_values(op)), active_operands(op))
+        used, used_known = _dry_run(primitive, types, tuple(getattr(op, "kwnames", ())),
+                                    tuple(v.type for v in _keyword_values(op)),
+                                    active_operands(op),
+                                    tuple((*key, v.type) for key, v in known.items()))
     except Exception:  # no rule, or a rule that cannot be dry-run: assume it reads everything
         return set(op.operands)
-    return {operands[k] for k in used} | set(_keyword_values(op))
+    return {operands[k] for k in used} | {known[key[:2]] for key in used_known} | \
+        set(_keyword_values(op))
+
+
+def known_results(op: Op) -> dict:
+    """`math` calls of `op`'s own operands whose values the primal computes in `op`'s block,
+    `op` itself included: {(callee, operand indices): the primal value}. An adjoint asking for
+    one (`cos(x)` in that of `s = sin(x)` beside `c = cos(x)`, `exp(x)` in that of `exp(x)`)
+    reads the kept value instead of calling the function again in the pullback (the
+    kinematic chain's pullback called sin and cos once more a link: a fifth of its time)."""
+    if not is_math_call(op) or op.block is None:
+        return {}
+    index: dict = {}
+    for k, v in enumerate(_positional(op)):
+        index.setdefault(v, k)
+    found: dict = {}
+    for other in op.block.ops:
+        if is_math_call(other) and isinstance(other.result.type, FloatType) \
+                and other.operands and all(v in index for v in other.operands):
+            key = (other.callee, tuple(index[v] for v in other.operands))
+            found.setdefault(key, other.result)
+    return found
+
+
+def known_calls_for(known: dict, primals: tuple) -> dict:
+    """`Builder.known_calls` for a rule given `primals`: the entries of `known_results`
+    keyed by the callee and the values the rule would call it with."""
+    return {(id(callee), tuple(id(primals[k]) for k in idx)): value
+            for (callee, idx), value in known.items()}
 
 
 @functools.lru_cache(maxsize=None)
 def _dry_run(primitive, types: tuple, kwnames: tuple, kwtypes: tuple,
-             active: tuple) -> frozenset:
-    """Indices of the operands the adjoint of `primitive` reads, found by emitting it once."""
+             active: tuple, known: tuple) -> tuple:
+    """(indices of the operands, keys of `known` calls) the adjoint of `primitive` reads,
+    found by emitting it once."""
     rule = lookup_jvp(primitive)
     if rule is None:
         raise RuleNotApplicable("no rule")
@@ -100,12 +132,15 @@ def _dry_run(primitive, types: tuple, kwnames: tuple, kwtypes: tuple,
     b.position_at_end(b.new_block())
     args = b.function.args
     primals, keywords = tuple(args[:len(types)]), dict(zip(kwnames, args[len(types):]))
+    stand_ins = {key: b.undef(key[2]) for key in known}  # (callee, indices, type)
+    b.known_calls = known_calls_for({key[:2]: v for key, v in stand_ins.items()}, primals)
     for k in active:
         unit = [None] * len(types)
         unit[k] = unit_tangent(b, primals[k])
         rule(b, primals, tuple(unit), keywords)
     used = {v for op in b.function.ops() for v in op.operands}
-    return frozenset(k for k, a in enumerate(primals) if a in used)
+    return (frozenset(k for k, a in enumerate(primals) if a in used),
+            frozenset(key for key, v in stand_ins.items() if v in used))
 
 
 def rematerializable(fn: Function, value: Value, written_cache: dict,
