@@ -169,14 +169,14 @@ def _check_tangent(primal, tangent, where: str):
 def _rule_for(f, primals: tuple, width: int, api: str, active=None):
     _check_njit(f, api)
     _check_arguments(f, primals, api)
-    key = ("forward", f, width, active, tuple(value_key(f, p) for p in primals))
+    key = ("forward", width, active, tuple(value_key(f, p) for p in primals))
 
     def build():
         argtypes = tuple(f.typeof_pyval(p) for p in primals)
         with compile_lock():
             return derived_forward_rule(f, argtypes, width, active)
 
-    return api_cached(key, build)
+    return api_cached(f, key, build)
 
 
 # --- jvp ---------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from .ad.nan_retry import NAN_NOTES, emit_nan_notes, has_nan
 from .api import (ArgumentError, _check_njit, _def_loc, _kind, checked_primals_and_tangents,
                   compile_lock, refuse_aliased_writes, value_key)
 from .api_reverse import reverse_rule
-from .driver import PASS_CONTEXT, api_cached, derived_hvp_rule
+from .driver import PASS_CONTEXT, api_cached, api_entry, derived_hvp_rule
 from .errors import UnsupportedError
 from .ir import Builder
 from .ir.types import ArrayType, FloatType, from_numba
@@ -42,8 +42,8 @@ def hvp(f, primals: Sequence, tangents: Sequence) -> tuple:
 
 
 def _run_hvp(f, primals: tuple, checked: list, strong_zeros: bool) -> tuple:
-    key = ("hvp", f, tuple(value_key(f, p) for p in primals), strong_zeros)
-    rule, one = api_cached(key, lambda: _hvp_rule(f, primals, strong_zeros))
+    key = ("hvp", tuple(value_key(f, p) for p in primals), strong_zeros)
+    rule, one = api_cached(f, key, lambda: _hvp_rule(f, primals, strong_zeros))
     if rule.written:  # the rule runs f's sweep: on copies, so a failure leaves no trace
         refuse_aliased_writes(f, primals, checked, rule.written)
         primals = private_copies(primals, rule.written)
@@ -64,6 +64,10 @@ def hessian(f, argnums: int = 0):
     """A compiled function (a numba dispatcher, usable inside @njit code) returning the dense
     Hessian of scalar-valued `f` with respect to argument `argnums`: shape arg.shape + arg.shape
     (a float for a float argument)."""
+    if type(argnums) is int:  # the fast path, as for grad
+        known = api_entry(f, ("hessian", argnums, False))
+        if known is not None:
+            return known
     _check_njit(f, "hessian")
     if isinstance(argnums, bool) or not isinstance(argnums, int):
         raise ArgumentError(f"hessian({f.py_func.__qualname__}): argnums must be an int, got "
@@ -82,12 +86,14 @@ def _hessian_dispatcher(f, argnums: int, strong_zeros: bool):
         # a Hessian with a nan is computed again with zero-guarded products (nan_retry.py)
         retry = None if strong_zeros else \
             (lambda: _hessian_dispatcher(f, argnums, strong_zeros=True))
-        return DerivedDispatcher(f"hessian_{f.py_func.__name__}", names, derive,
+        disp = DerivedDispatcher(f"hessian_{f.py_func.__name__}", names, derive,
                                  bool(f.targetoptions.get("boundscheck")), retry, NAN_NOTES)
+        disp.recipe = (_hessian_dispatcher, (f, argnums, strong_zeros))
+        return disp
 
     # one dispatcher per function and argnums, as for grad: `hessian(f)(x)` written in a loop
     # compiles once, not once per call (about 4 s each)
-    return api_cached(("hessian", f, argnums, strong_zeros), build)
+    return api_cached(f, ("hessian", argnums, strong_zeros), build)
 
 
 def _hessian_ir(f, argtypes: tuple, argnum: int, names: list, strong_zeros: bool):

@@ -23,7 +23,8 @@ from .ad.reverse.types import is_float_array
 from .ad.tangents import mentions_complex
 from .api import (ArgumentError, _check_argnum, _check_arguments, _check_njit,
                   _def_loc, compile_lock, copy_arguments as _copy)
-from .driver import PASS_CONTEXT, api_cached, derived_reverse_rule, derived_reverse_split
+from .driver import (PASS_CONTEXT, api_cached, api_entry, derived_reverse_rule,
+                     derived_reverse_split)
 from .errors import UnsupportedError
 from .ir import Builder
 from .ir.types import FloatType, from_numba, is_differentiable
@@ -32,13 +33,28 @@ from .lower import DerivedDispatcher
 
 def grad(f, argnums=0):
     """A compiled function returning the gradient of scalar-valued `f` with respect to argument
-    `argnums` (a tuple of gradients for a tuple), shaped like that argument."""
+    `argnums` (a tuple of gradients for a tuple), shaped like that argument. The same function
+    for the same `f` and `argnums`: `grad(f)(x)` written inline costs a look-up."""
+    if plain_argnums(argnums):  # the fast path: no checks for what was checked before
+        known = api_entry(f, ("grad", argnums, False))
+        if known is not None:
+            return known
     return _gradient_dispatcher(f, argnums, with_value=False)
 
 
 def value_and_grad(f, argnums=0):
     """Like `grad`, returning `(f(*args), gradient)` from the same evaluation."""
+    if plain_argnums(argnums):
+        known = api_entry(f, ("value_and_grad", argnums, False))
+        if known is not None:
+            return known
     return _gradient_dispatcher(f, argnums, with_value=True)
+
+
+def plain_argnums(argnums) -> bool:
+    """An int or a tuple of ints, bools excluded (True == 1 would find argnums=1's entry)."""
+    return type(argnums) is int or (type(argnums) is tuple
+                                    and all(type(n) is int for n in argnums))
 
 
 def build_rrule(f, *args):
@@ -93,12 +109,14 @@ def _gradient_dispatcher(f, argnums, with_value: bool, strong_zeros: bool = Fals
         # a gradient with a nan is computed again with zero-guarded products (nan_retry.py)
         retry = None if strong_zeros else \
             (lambda: _gradient_dispatcher(f, argnums, with_value, strong_zeros=True))
-        return DerivedDispatcher(f"{api}_{f.py_func.__name__}", names, derive,
+        disp = DerivedDispatcher(f"{api}_{f.py_func.__name__}", names, derive,
                                  bool(f.targetoptions.get("boundscheck")), retry, NAN_NOTES)
+        disp.recipe = (_gradient_dispatcher, (f, argnums, with_value, strong_zeros))
+        return disp
 
     # the same dispatcher for the same function and options: `grad(f)(x)` written inline, in
     # a loop, compiles once (forgotten, like every derived rule, when a custom rule is added)
-    return api_cached((api, f, argnums, strong_zeros), build)
+    return api_cached(f, (api, argnums, strong_zeros), build)
 
 
 def _gradient_ir(f, argtypes: tuple, argnums, with_value: bool, api: str,

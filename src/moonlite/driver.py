@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import linecache
+import weakref
 
 from . import _numba as nb
 from .ad.context import PassContext
@@ -36,13 +37,42 @@ from .ir import Builder
 from .ir.types import OpaqueType, from_numba
 from .ir.typing import TypingFailure, call_result_type
 from .lower import lower
-from .lower.dispatcher import quiet_performance_warnings
+from .lower.dispatcher import live_derived_dispatchers, quiet_performance_warnings
 from .rules.custom import lookup_custom, on_rules_changed
 
 _lock = nb.global_compiler_lock
-_cache: dict = {}
 _in_progress: set = set()
-_api_cache: dict = {}  # keys built from Python values (no numba typeof, no lock) -> API entries
+
+
+# --- caches ------------------------------------------------------------------------------------
+# Derived rules and API entries live in dictionaries held by the function they derive from
+# (`f._moonlite_rules`, `f._moonlite_api`), so they go when the function goes: a kernel made in
+# a loop or a closure leaves no compiled rules behind. `_functions` knows them all, weakly, for
+# `invalidate()`.
+_functions: "weakref.WeakSet" = weakref.WeakSet()
+
+
+def _caches_of(f) -> tuple:
+    """(rules, api entries) of `f`: numba argument types -> rules, Python values -> entries."""
+    pair = f.__dict__.get("_moonlite_caches")
+    if pair is None:
+        pair = f.__dict__["_moonlite_caches"] = ({}, {})
+        _functions.add(f)
+    return pair
+
+
+def _rules_of(f) -> dict:
+    return _caches_of(f)[0]
+
+
+def api_entry(f, key):
+    """The API entry cached for `f` under `key`, or None (also for an `f` or a key that could
+    never have one: the caller's checks then say what is wrong)."""
+    pair = getattr(f, "__dict__", {}).get("_moonlite_caches")
+    try:
+        return None if pair is None else pair[1].get(key)
+    except TypeError:  # an unhashable key (argnums given as a list)
+        return None
 
 
 def derived_forward_rule(f, argtypes: tuple, width: int = 1, active=None):
@@ -51,7 +81,7 @@ def derived_forward_rule(f, argtypes: tuple, width: int = 1, active=None):
     active = None if active is None else frozenset(active)
     key = ("forward", f, tuple(argtypes), width, active)
     with _lock:
-        rule = _cache.get(key)
+        rule = _rules_of(f).get(key)
         if rule is not None:
             return rule
         if key in _in_progress:
@@ -67,7 +97,7 @@ def derived_forward_rule(f, argtypes: tuple, width: int = 1, active=None):
             rule.written = _precise_written(primal)
         finally:
             _in_progress.discard(key)
-        _cache[key] = rule
+        _rules_of(f)[key] = rule
         return rule
 
 
@@ -79,13 +109,13 @@ def derived_reverse_rule(f, argtypes: tuple, active=None, strong_zeros: bool = F
     active = None if active is None else frozenset(active)
     key = ("reverse", f, tuple(argtypes), active, strong_zeros)
     with _lock:
-        rule = _cache.get(key)
+        rule = _rules_of(f).get(key)
         if rule is None:
             flat = _inlined_primal(f, argtypes)
             # compiled at its first call: grad and hessian inline its IR into their own
             reverse = reverse_transform(flat, active, context=PASS_CONTEXT,
                                         strong_zeros=strong_zeros)
-            rule = _cache[key] = lower(verified(reverse, "reverse mode"), eager=False)
+            rule = _rules_of(f)[key] = lower(verified(reverse, "reverse mode"), eager=False)
             rule.written = written_arguments(flat)  # what guards.py copies and checks
         return rule
 
@@ -98,7 +128,7 @@ def derived_hvp_rule(f, argtypes: tuple, width: int, active, strong_zeros: bool 
     active = frozenset(active)
     key = ("forward over reverse", f, tuple(argtypes), width, active, strong_zeros)
     with _lock:
-        rule = _cache.get(key)
+        rule = _rules_of(f).get(key)
         if rule is None:
             reverse = derived_reverse_rule(f, argtypes, strong_zeros=strong_zeros)
             with quiet_performance_warnings():
@@ -106,7 +136,7 @@ def derived_hvp_rule(f, argtypes: tuple, width: int, active, strong_zeros: bool 
                                                         context=PASS_CONTEXT),
                                       "forward mode over reverse mode"), eager=False)
             rule.written = reverse.written
-            _cache[key] = rule
+            _rules_of(f)[key] = rule
         return rule
 
 
@@ -115,11 +145,11 @@ def derived_reverse_split(f, argtypes: tuple) -> tuple:
     `sweep(*args) -> (out, state)` and `pullback(*args, dout, *state) -> (out, grads)`."""
     key = ("reverse split", f, tuple(argtypes))
     with _lock:
-        pair = _cache.get(key)
+        pair = _rules_of(f).get(key)
         if pair is None:
             flat = _inlined_primal(f, argtypes)
             sweep, pullback = reverse_transform_split(flat, context=PASS_CONTEXT)
-            pair = _cache[key] = (lower(verified(sweep, "the vjp cut (sweep)")),
+            pair = _rules_of(f)[key] = (lower(verified(sweep, "the vjp cut (sweep)")),
                                   lower(verified(pullback, "the vjp cut (pullback)")))
             pair[0].written = written_arguments(flat)
             pair[0].state_has_lists = any(_is_typed_list(t) for t in
@@ -153,31 +183,60 @@ def _is_typed_list(t) -> bool:
 
 
 def cached_rule_count() -> int:
-    return len(_cache)
+    return sum(len(_caches_of(f)[0]) for f in list(_functions))
 
 
 def clear_cache() -> None:
-    """Forget every derived rule (a custom rule registered later may change them)."""
+    """Forget every derived rule and API entry."""
     with _lock:
-        _cache.clear()
-        _api_cache.clear()
+        for f in list(_functions):
+            for cache in _caches_of(f):
+                cache.clear()
 
 
-# Derived rules depend on the user's rules and on debug mode (which adds checks): a change of
-# either makes them stale. rules/ and debug.py sit below the driver, so they call it back.
-on_rules_changed(clear_cache)
-on_mode_change(clear_cache)
+def invalidate() -> None:
+    """Every derivative taken so far may be stale (a user registered a rule, debug mode
+    changed, an njit function was recompiled): forget the rules, and make every derived
+    dispatcher, including those the user holds, derive and compile again at its next call."""
+    with _lock:
+        clear_cache()
+        for disp in live_derived_dispatchers():
+            disp.forget_compiled()
 
 
-def api_cached(key, build):
-    """What `build()` returns, built once per `key`: the public API's per-call fast path. A
-    lookup takes no lock (dict reads are atomic); building takes the compiler lock."""
-    entry = _api_cache.get(key)
+# Derived rules depend on the user's rules, on debug mode (which adds checks), and on the code
+# numba compiled for the functions they derive from: a change of any makes them stale.
+# rules/ and debug.py sit below the driver, so they call it back; numba's `recompile` (after a
+# global a kernel reads changed: numba freezes globals at compile time, and so does capture)
+# is wrapped once, here.
+on_rules_changed(invalidate)
+on_mode_change(invalidate)
+
+
+def _wrap_recompile(original):
+    @functools.wraps(original)
+    def recompile(self):
+        original(self)
+        invalidate()
+    recompile.__moonlite_wrapped__ = True
+    return recompile
+
+
+if not getattr(nb.Dispatcher.recompile, "__moonlite_wrapped__", False):
+    nb.Dispatcher.recompile = _wrap_recompile(nb.Dispatcher.recompile)
+
+
+def api_cached(f, key, build):
+    """What `build()` returns, built once per `key` for function `f`: the public API's per-call
+    fast path. A lookup takes no lock (dict reads are atomic); building takes the compiler
+    lock."""
+    entry = api_entry(f, key)
     if entry is None:
         with _lock:
-            entry = _api_cache.get(key)
+            entries = _caches_of(f)[1]
+            entry = entries.get(key)
             if entry is None:
-                entry = _api_cache[key] = build()
+                entry = entries[key] = build()
     return entry
 
 

@@ -13,6 +13,7 @@ import contextlib
 import inspect
 import keyword
 import warnings
+import weakref
 
 from .. import _numba as nb
 from ..errors import ArgumentError, LoweringError
@@ -93,6 +94,15 @@ class MoonliteDispatcher(_QuietCompile, nb.CPUDispatcher):
         return f"<moonlite compiled {self.ir.name}({', '.join(map(str, self.ir.argtypes))})>"
 
 
+_live_derived: "weakref.WeakSet" = weakref.WeakSet()
+
+
+def live_derived_dispatchers() -> list:
+    """Every DerivedDispatcher still referenced (the driver resets them when derivatives go
+    stale)."""
+    return list(_live_derived)
+
+
 _dispatcher_call = nb.CPUDispatcher.__call__  # the C dispatcher's call (type dispatch, no Python)
 
 
@@ -110,9 +120,13 @@ class DerivedDispatcher(_QuietCompile, nb.CPUDispatcher):
         # (a per-thread count, see ad/nan_retry.py); None: results are returned as they are
         self._retry, self._notes = retry, (notes if retry is not None else None)
         stub = _stub(name, argnames)
-        stub.__moonlite_derive__ = self._derive_and_keep
+        # weakly: numba keeps the stub where the garbage collector cannot see it through
+        # (compiled code's function identity), so a strong reference back to the dispatcher
+        # kept the dispatcher, the function it derives from and their rules alive for good
+        stub.__moonlite_derive__ = _weak_call(weakref.WeakMethod(self._derive_and_keep))
         options = dict(DERIVED_OPTIONS, boundscheck=boundscheck)  # the primal's (see lower())
         super().__init__(stub, targetoptions=options, pipeline_class=LoweringPipeline)
+        _live_derived.add(self)
 
     def __call__(self, *args, **kws):
         notes = self._notes  # written out twice: a helper call costs 100 ns of 1 us
@@ -131,6 +145,25 @@ class DerivedDispatcher(_QuietCompile, nb.CPUDispatcher):
         if notes.count != before:
             return self._retry()(*args, **kws)
         return out
+
+    # How to build this dispatcher again, `(function, args)`: set by the API that made it
+    # (`grad(f, argnums)` -> `(_gradient_dispatcher, (f, argnums, ...))`). A dispatcher pickles
+    # by that recipe, not by its compiled code or IR: the receiving process derives and
+    # compiles again (or finds it in its own cache).
+    recipe = None
+
+    def __reduce__(self):
+        if self.recipe is None:
+            raise TypeError(f"{self!r} cannot be pickled: it was not made by moonlite's API "
+                            "(grad, value_and_grad, hessian)")
+        return self.recipe
+
+    def forget_compiled(self) -> None:
+        """Drop every compiled signature and derived IR: the next call derives and compiles
+        again (what numba's `recompile` does, without compiling now). Code already compiled
+        into a caller keeps the old version, as with numba's own functions."""
+        self._reset_overloads()
+        self.irs.clear()
 
     def call_without_retry(self, *args, **kws):
         """The compiled call alone (what a call from njit code gets): for tests."""
@@ -170,6 +203,12 @@ class DerivedDispatcher(_QuietCompile, nb.CPUDispatcher):
         return f"<moonlite derived {self.py_func.__name__}>"
 
 
+def _weak_call(method: "weakref.WeakMethod"):
+    def call(*args):
+        return method()(*args)
+    return call
+
+
 def _make_stub(fn: Function):
     """A Python function with the IR's name and argument names, for numba's bookkeeping."""
     names = _identifiers([a.name for a in fn.args])
@@ -200,7 +239,10 @@ def _stub(name: str, argnames: list):
               f"    raise RuntimeError('moonlite stub: only the compiled version runs')\n")
     namespace: dict = {}
     exec(compile(source, f"<moonlite {fname}>", "exec"), namespace)
-    stub = namespace[fname]
+    # out of its own globals: numba keeps a compiled function's globals for good (its
+    # Environment), and through the stub they would keep the dispatcher, the function it
+    # derives from and every rule built for it alive after the user dropped them
+    stub = namespace.pop(fname)
     stub.__qualname__ = f"moonlite.{fname}"
     return stub
 
