@@ -11,11 +11,12 @@ from .api_reverse import build_rrule, grad, jacrev, value_and_grad, vjp
 from .api_higher import hessian, hvp
 from .rules.custom import custom_jvp, custom_vjp, nondifferentiable
 from .debug import debug_enabled, debug_mode, set_debug
+from .timing import compile_timings
 from . import testing  # noqa: E402  (the public rule checker: moonlite.testing.check_jvp)
 
 __version__ = "0.1.0"
 
-__all__ = ["jvp", "jacfwd", "build_frule", "grad", "value_and_grad", "vjp", "jacrev", "hvp", "hessian",
+__all__ = ["compile_timings", "jvp", "jacfwd", "build_frule", "grad", "value_and_grad", "vjp", "jacrev", "hvp", "hessian",
            "custom_jvp", "custom_vjp", "nondifferentiable", "set_debug", "debug_mode", "debug_enabled",
            "build_rrule", "capture",
            "lower", "MoonliteDispatcher", "verify", "testing", "ir", "MoonliteError",

@@ -30,6 +30,7 @@ import numpy as np
 from . import _numba as nb
 from .errors import VerificationError
 from .ir import verify
+from .timing import phase
 from .ir.printer import Namer, format_op
 from .ir.types import ArrayType, FloatType, none
 
@@ -69,7 +70,8 @@ def verified(fn, after: str):
     """Run the verifier on `fn` (the result of the pass `after`): always where driver.py asks
     for it, and in debug mode after every pass; a failure says which pass broke the IR."""
     try:
-        return verify(fn)
+        with phase("verify"):
+            return verify(fn)
     except VerificationError as exc:
         raise VerificationError(f"the IR is invalid after {after}:\n{exc}") from None
 

@@ -39,6 +39,7 @@ from .ir.typing import TypingFailure, call_result_type
 from .lower import lower
 from .lower.dispatcher import live_derived_dispatchers, quiet_performance_warnings
 from .rules.custom import lookup_custom, on_rules_changed
+from .timing import phase
 
 _lock = nb.global_compiler_lock
 _in_progress: set = set()
@@ -92,7 +93,8 @@ def derived_forward_rule(f, argtypes: tuple, width: int = 1, active=None):
         _in_progress.add(key)
         try:
             primal = verified_in_debug(primal_ir(f, argtypes, forward=True), "capture")
-            forward = forward_transform(primal, width, active, context=PASS_CONTEXT)
+            with phase("AD passes"):
+                forward = forward_transform(primal, width, active, context=PASS_CONTEXT)
             rule = lower(verified(forward, "forward mode"))
             rule.written = _precise_written(primal)
         finally:
@@ -113,8 +115,9 @@ def derived_reverse_rule(f, argtypes: tuple, active=None, strong_zeros: bool = F
         if rule is None:
             flat = _inlined_primal(f, argtypes)
             # compiled at its first call: grad and hessian inline its IR into their own
-            reverse = reverse_transform(flat, active, context=PASS_CONTEXT,
-                                        strong_zeros=strong_zeros)
+            with phase("AD passes"):
+                reverse = reverse_transform(flat, active, context=PASS_CONTEXT,
+                                            strong_zeros=strong_zeros)
             rule = _rules_of(f)[key] = lower(verified(reverse, "reverse mode"), eager=False)
             rule.written = written_arguments(flat)  # what guards.py copies and checks
         return rule
@@ -131,10 +134,10 @@ def derived_hvp_rule(f, argtypes: tuple, width: int, active, strong_zeros: bool 
         rule = _rules_of(f).get(key)
         if rule is None:
             reverse = derived_reverse_rule(f, argtypes, strong_zeros=strong_zeros)
+            with phase("AD passes"):
+                forward = forward_transform(reverse.ir, width, active, context=PASS_CONTEXT)
             with quiet_performance_warnings():
-                rule = lower(verified(forward_transform(reverse.ir, width, active,
-                                                        context=PASS_CONTEXT),
-                                      "forward mode over reverse mode"), eager=False)
+                rule = lower(verified(forward, "forward mode over reverse mode"), eager=False)
             rule.written = reverse.written
             _rules_of(f)[key] = rule
         return rule
@@ -148,7 +151,8 @@ def derived_reverse_split(f, argtypes: tuple) -> tuple:
         pair = _rules_of(f).get(key)
         if pair is None:
             flat = _inlined_primal(f, argtypes)
-            sweep, pullback = reverse_transform_split(flat, context=PASS_CONTEXT)
+            with phase("AD passes"):
+                sweep, pullback = reverse_transform_split(flat, context=PASS_CONTEXT)
             pair = _rules_of(f)[key] = (lower(verified(sweep, "the vjp cut (sweep)")),
                                   lower(verified(pullback, "the vjp cut (pullback)")))
             pair[0].written = written_arguments(flat)
@@ -160,10 +164,16 @@ def derived_reverse_split(f, argtypes: tuple) -> tuple:
 def _inlined_primal(f, argtypes: tuple):
     """`f`'s primal IR with every njit call inlined: what reverse mode starts from."""
     primal = verified_in_debug(primal_ir(f, argtypes), "capture")
-    flat = verified(inline_njit_calls(primal, context=PASS_CONTEXT), "inlining")
+    with phase("AD passes"):
+        flat = inline_njit_calls(primal, context=PASS_CONTEXT)
+    flat = verified(flat, "inlining")
     # both in place: `flat` is a fresh copy
-    hoisted = verified(hoist_loop_invariants(flat), "loop-invariant code motion")
-    return verified(add_loop_exit_phis(hoisted), "loop-exit phis")
+    with phase("AD passes"):
+        hoisted = hoist_loop_invariants(flat)
+    hoisted = verified(hoisted, "loop-invariant code motion")
+    with phase("AD passes"):
+        exits = add_loop_exit_phis(hoisted)
+    return verified(exits, "loop-exit phis")
 
 
 def _precise_written(primal):

@@ -8,6 +8,7 @@ import re
 from .. import _numba as nb
 from ..errors import CaptureError, SourceLoc, UnsupportedError
 from ..ir.core import Function
+from ..timing import phase
 from .frozen_globals import check_frozen_globals
 from .importer import Importer
 from .pipeline import TypedIR, run_capture_pipeline
@@ -24,6 +25,11 @@ def capture(f, *args) -> Function:
 
 def capture_types(f, argtypes: tuple) -> Function:
     """Capture `f` for numba argument types (the form AD passes use for nested calls)."""
+    with phase("capture"):
+        return _capture_types(f, argtypes)
+
+
+def _capture_types(f, argtypes: tuple) -> Function:
     _require_njit(f)
     derived = getattr(f, "ir_for", None)
     if derived is not None:  # grad(g), hessian(g), ...: their IR is derived per signature

@@ -18,6 +18,7 @@ import weakref
 from .. import _numba as nb
 from ..errors import ArgumentError, LoweringError
 from ..ir.core import Function
+from ..timing import phase
 from .emit import NumbaEmitter
 
 
@@ -39,8 +40,10 @@ class EmitMoonliteIR(nb.FunctionPass):
     def run_pass(self, state):
         stub = state.func_id.func
         derive = getattr(stub, "__moonlite_derive__", None)
-        fn = derive(tuple(state.args)) if derive is not None else stub.__moonlite_ir__
-        state.func_ir = NumbaEmitter(fn, state.func_id).emit()
+        with phase("AD passes"):  # a derived dispatcher's IR is built here (capture included)
+            fn = derive(tuple(state.args)) if derive is not None else stub.__moonlite_ir__
+        with phase("emit numba IR"):
+            state.func_ir = NumbaEmitter(fn, state.func_id).emit()
         return True
 
 

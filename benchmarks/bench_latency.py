@@ -1,0 +1,155 @@
+"""Latency: where the first call of a derivative goes, and what a call from Python costs.
+
+Run: python benchmarks/bench_latency.py [--quick] [--hessian]
+
+First calls: each kernel in a fresh Python process (nothing compiled yet but the primal, which
+the process calls once first, as a user would), timed with `moonlite.compile_timings()`: the
+wall time of the first `grad` call (and of the first `hessian` call with `--hessian`), split
+into moonlite's phases (capture, AD passes, verify, emit numba IR) and numba's (typing of the
+emitted IR, lowering to LLVM IR, LLVM optimisation and code generation, other passes).
+"unattributed" is the rest: numba compiling its own overload implementations and moonlite's
+helpers outside any pass, Python-level dispatch, first imports. Kernels: the comparison suite
+(`suite_kernels.py`) and the loop family (`loop_kernels.py`, smallest size).
+
+Per call: a call from Python of each API on a tiny kernel after its first call, against the
+compiled kernel's own call (best of many; microseconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PHASES = ["capture", "AD passes", "verify", "emit numba IR", "numba typing", "numba lowering",
+          "LLVM", "numba other"]
+
+
+def _cases(quick: bool) -> dict:
+    """name -> (kernel, args); derivatives are taken in the first argument."""
+    from suite_kernels import kernels
+    from bench_loops import _cases as loop_cases
+    out = {}
+    for k in kernels(quick):
+        out[k.name] = (k.numba_fn, (k.theta,) + tuple(k.data))
+    for name, f, _, sizes, maker in loop_cases(quick):
+        out[name] = (f, maker(sizes[0])())
+    from loop_kernels import rk4
+    # the issue's example: a two-state RK4 integrator with four parameters, 100 steps
+    out["RK4, 2 states, 100 steps"] = (rk4, (np.array([0.3, 0.8, 0.05, 0.1]),
+                                             np.array([1.0, 0.5]), 0.01, 100))
+    return out
+
+
+def _one(name: str, api: str, quick: bool) -> dict:
+    """In a fresh process: the first call of `api` on kernel `name`."""
+    import moonlite
+    f, args = _cases(quick)[name]
+    f(*args)  # the primal compiled, as a user's process would have it
+    fn = moonlite.grad(f) if api == "grad" else moonlite.hessian(f)
+    with moonlite.compile_timings() as t:
+        fn(*args)
+    return {"wall": t.wall, **t.seconds}
+
+
+def first_calls(quick: bool, apis: list) -> list:
+    rows = []
+    for name in _cases(quick):
+        for api in apis:
+            cmd = [sys.executable, __file__, "--one", name, "--api", api] + \
+                (["--quick"] if quick else [])
+            start = time.perf_counter()
+            res = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE)
+            process = time.perf_counter() - start
+            if res.returncode != 0:
+                rows.append((name, api, None, res.stderr.strip().splitlines()[-1:]))
+                continue
+            data = json.loads(res.stdout.strip().splitlines()[-1])
+            data["process"] = process
+            rows.append((name, api, data, None))
+            print(f"  {name} {api}: {data['wall']:.2f} s", file=sys.stderr, flush=True)
+    return rows
+
+
+def per_call() -> list:
+    import numba
+    import moonlite
+
+    @numba.njit
+    def f(x):
+        return np.sum(np.sin(x) * x)
+
+    x = np.linspace(0.1, 1.0, 4)
+    v = np.ones(4)
+    g = moonlite.grad(f)
+    calls = [
+        ("primal f(x)", lambda: f(x)),
+        ("grad(f)(x), held", lambda: g(x)),
+        ("grad(f)(x), inline", lambda: moonlite.grad(f)(x)),
+        ("value_and_grad(f)(x)", lambda: moonlite.value_and_grad(f)(x)),
+        ("jvp(f, (x,), (v,))", lambda: moonlite.jvp(f, (x,), (v,))),
+        ("vjp(f, x) + pullback", lambda: moonlite.vjp(f, x)[1](1.0)),
+        ("hvp(f, (x,), (v,))", lambda: moonlite.hvp(f, (x,), (v,))),
+        ("jacfwd(f)(x)", lambda: moonlite.jacfwd(f)(x)),
+        ("jacrev(f)(x)", lambda: moonlite.jacrev(f)(x)),
+        ("hessian(f)(x)", lambda: moonlite.hessian(f)(x)),
+    ]
+    rows = []
+    for name, call in calls:
+        call()
+        best = float("inf")
+        for _ in range(7):
+            n = 2000
+            t = time.perf_counter()
+            for _ in range(n):
+                call()
+            best = min(best, (time.perf_counter() - t) / n)
+        rows.append((name, best * 1e6))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--hessian", action="store_true")
+    parser.add_argument("--one")
+    parser.add_argument("--api", default="grad")
+    opts = parser.parse_args()
+    sys.path.insert(0, HERE)
+    if opts.one:
+        print(json.dumps(_one(opts.one, opts.api, opts.quick)))
+        return
+    apis = ["grad"] + (["hessian"] if opts.hessian else [])
+    rows = first_calls(opts.quick, apis)
+    print("## First call of a derivative (fresh process, primal already compiled)\n")
+    print("| kernel | api | first call | " + " | ".join(PHASES) +
+          " | unattributed | whole process |")
+    print("|---|---|---|" + "---|" * (len(PHASES) + 2))
+    walls = {api: [] for api in apis}
+    for name, api, data, err in rows:
+        if data is None:
+            print(f"| {name} | {api} | failed: {err} |" + " |" * (len(PHASES) + 2))
+            continue
+        walls[api].append(data["wall"])
+        parts = [data.get(p, 0.0) for p in PHASES]
+        rest = data["wall"] - sum(parts)
+        print(f"| {name} | {api} | {data['wall']:.2f} s | " +
+              " | ".join(f"{p:.2f}" for p in parts) + f" | {rest:.2f} | {data['process']:.1f} s |")
+    for api, w in walls.items():
+        if w:
+            print(f"\nmedian first {api} call: {np.median(w):.2f} s, largest {max(w):.2f} s")
+    print("\n## A call from Python (tiny kernel, 4 entries; microseconds)\n")
+    print("| call | us |")
+    print("|---|---|")
+    for name, us in per_call():
+        print(f"| {name} | {us:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
