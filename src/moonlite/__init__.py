@@ -12,11 +12,12 @@ from .api_higher import hessian, hvp
 from .rules.custom import custom_jvp, custom_vjp, nondifferentiable
 from .debug import debug_enabled, debug_mode, set_debug
 from .timing import compile_timings
+from .cache import set_cache_dir
 from . import testing  # noqa: E402  (the public rule checker: moonlite.testing.check_jvp)
 
 __version__ = "0.1.0"
 
-__all__ = ["compile_timings", "jvp", "jacfwd", "build_frule", "grad", "value_and_grad", "vjp", "jacrev", "hvp", "hessian",
+__all__ = ["compile_timings", "set_cache_dir", "jvp", "jacfwd", "build_frule", "grad", "value_and_grad", "vjp", "jacrev", "hvp", "hessian",
            "custom_jvp", "custom_vjp", "nondifferentiable", "set_debug", "debug_mode", "debug_enabled",
            "build_rrule", "capture",
            "lower", "MoonliteDispatcher", "verify", "testing", "ir", "MoonliteError",

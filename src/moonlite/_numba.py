@@ -19,7 +19,7 @@ if not numba.__version__.startswith(SUPPORTED_NUMBA + "."):
 
 try:
     from numba.core import ir, types, errors as numba_errors  # noqa: F401
-    from numba.core import compiler, event, typed_passes, untyped_passes  # noqa: F401
+    from numba.core import caching, compiler, event, typed_passes, untyped_passes  # noqa: F401
     from numba.core.analysis import compute_cfg_from_blocks  # noqa: F401
     from numba.core.bytecode import FunctionIdentity  # noqa: F401
     from numba.core.compiler import CompilerBase, DefaultPassBuilder, Flags  # noqa: F401
@@ -34,6 +34,7 @@ try:
     from numba.core.imputils import impl_ret_borrowed  # noqa: F401
     from numba.cpython import listobj  # noqa: F401
     from llvmlite import ir as llvm_ir  # noqa: F401  (the intrinsics of lower/tapes.py)
+    from llvmlite import binding as llvm_binding  # noqa: F401  (symbols compiled code calls)
     from numba.core.compiler_lock import global_compiler_lock  # noqa: F401
     from numba.misc.special import prange  # noqa: F401
     from numba.np.ufunc.dufunc import DUFunc  # noqa: F401

@@ -21,6 +21,7 @@ from .ad.nan_retry import NAN_NOTES, emit_nan_notes, has_nan
 from .api import (ArgumentError, _check_njit, _def_loc, _kind, checked_primals_and_tangents,
                   compile_lock, refuse_aliased_writes, value_key)
 from .api_reverse import reverse_rule
+from .cache import attach_disk_cache
 from .driver import PASS_CONTEXT, api_cached, api_entry, derived_hvp_rule
 from .errors import UnsupportedError
 from .ir import Builder
@@ -89,6 +90,7 @@ def _hessian_dispatcher(f, argnums: int, strong_zeros: bool):
         disp = DerivedDispatcher(f"hessian_{f.py_func.__name__}", names, derive,
                                  bool(f.targetoptions.get("boundscheck")), retry, NAN_NOTES)
         disp.recipe = (_hessian_dispatcher, (f, argnums, strong_zeros))
+        attach_disk_cache(disp, f, ("hessian", argnums, strong_zeros))
         return disp
 
     # one dispatcher per function and argnums, as for grad: `hessian(f)(x)` written in a loop

@@ -21,6 +21,7 @@ from .ad.inline import inline_njit_calls
 from .ad.nan_retry import NAN_NOTES, emit_nan_notes, has_nan
 from .ad.reverse.types import is_float_array
 from .ad.tangents import mentions_complex
+from .cache import attach_disk_cache
 from .api import (ArgumentError, _check_argnum, _check_arguments, _check_njit,
                   _def_loc, compile_lock, copy_arguments as _copy)
 from .driver import (PASS_CONTEXT, api_cached, api_entry, derived_reverse_rule,
@@ -112,6 +113,7 @@ def _gradient_dispatcher(f, argnums, with_value: bool, strong_zeros: bool = Fals
         disp = DerivedDispatcher(f"{api}_{f.py_func.__name__}", names, derive,
                                  bool(f.targetoptions.get("boundscheck")), retry, NAN_NOTES)
         disp.recipe = (_gradient_dispatcher, (f, argnums, with_value, strong_zeros))
+        attach_disk_cache(disp, f, (api, argnums, strong_zeros))
         return disp
 
     # the same dispatcher for the same function and options: `grad(f)(x)` written inline, in

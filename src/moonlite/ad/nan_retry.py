@@ -48,15 +48,29 @@ def _note() -> None:
 
 
 # the callback compiled code calls: ctypes takes the GIL for it (a nogil caller is fine); kept
-# in a module global so it lives as long as any code that embeds its address
+# in a module global so it lives as long as the process. Compiled code calls it by a symbol
+# name that each process binds to its own callback (a baked-in address would make the code
+# impossible to cache on disk: numba refuses code with "dynamic globals").
 _NOTE = ctypes.CFUNCTYPE(None)(_note)
+_NOTE_SYMBOL = "moonlite_note_nan_1"
+nb.llvm_binding.add_symbol(_NOTE_SYMBOL, ctypes.cast(_NOTE, ctypes.c_void_p).value)
+
+
+@nb.intrinsic
+def _note_nan(typingctx):
+    def codegen(context, builder, signature, args):
+        fnty = nb.llvm_ir.FunctionType(nb.llvm_ir.VoidType(), [])
+        fn = nb.cgutils.get_or_insert_function(builder.module, fnty, _NOTE_SYMBOL)
+        builder.call(fn, [])
+        return context.get_dummy_value()
+    return nb.types.void(), codegen
 
 
 @nb.njit(nogil=True)
 def note_nan_float(x):
     """Tell Python (`NAN_NOTES`) if `x` is nan."""
     if x != x:
-        _NOTE()
+        _note_nan()
     return x != x
 
 
@@ -68,7 +82,7 @@ def note_nan_array(a):
     for v in np.ravel(a):
         bad |= v != v
     if bad:
-        _NOTE()
+        _note_nan()
     return bad
 
 

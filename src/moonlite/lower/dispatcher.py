@@ -240,7 +240,8 @@ def _stub(name: str, argnames: list):
     fname = name if name.isidentifier() else "moonlite_function"
     source = (f"def {fname}({', '.join(_identifiers(argnames))}):\n"
               f"    raise RuntimeError('moonlite stub: only the compiled version runs')\n")
-    namespace: dict = {}
+    # a module name: numba's cached code rebuilds its environment from the module's globals
+    namespace: dict = {"__name__": __name__}
     exec(compile(source, f"<moonlite {fname}>", "exec"), namespace)
     # out of its own globals: numba keeps a compiled function's globals for good (its
     # Environment), and through the stub they would keep the dispatcher, the function it
