@@ -4,12 +4,16 @@ Run: python benchmarks/bench_latency.py [--quick] [--hessian]
 
 First calls: each kernel in a fresh Python process (nothing compiled yet but the primal, which
 the process calls once first, as a user would), timed with `moonlite.compile_timings()`: the
-wall time of the first `grad` call (and of the first `hessian` call with `--hessian`), split
-into moonlite's phases (capture, AD passes, verify, emit numba IR) and numba's (typing of the
+wall time of the first `grad` call (and of the first `hessian` call with `--hessian`) with an
+empty disk cache, split into moonlite's phases (capture, AD passes, verify, emit numba IR) and numba's (typing of the
 emitted IR, lowering to LLVM IR, LLVM optimisation and code generation, other passes).
-"unattributed" is the rest: numba compiling its own overload implementations and moonlite's
-helpers outside any pass, Python-level dispatch, first imports. Kernels: the comparison suite
-(`suite_kernels.py`) and the loop family (`loop_kernels.py`, smallest size).
+"a later call" is the second call's time (a first call runs the derivative too: seconds for a
+dense Hessian of 10,000 entries); "unattributed" is the rest, less that: numba compiling its own overload implementations and moonlite's
+helpers outside any pass, Python-level dispatch, first imports. "warm cache" is the first call
+in a second fresh process that finds what the first one wrote (`MOONLITE_CACHE_DIR`), running
+the derivative included. Kernels:
+the comparison suite (`suite_kernels.py`) and the loop family (`loop_kernels.py`, smallest
+size).
 
 Per call: a call from Python of each API on a tiny kernel after its first call, against the
 compiled kernel's own call (best of many; microseconds).
@@ -22,6 +26,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -55,25 +60,35 @@ def _one(name: str, api: str, quick: bool) -> dict:
     fn = moonlite.grad(f) if api == "grad" else moonlite.hessian(f)
     with moonlite.compile_timings() as t:
         fn(*args)
-    return {"wall": t.wall, **t.seconds}
+    start = time.perf_counter()
+    fn(*args)  # a later call: what the first one spent running rather than compiling
+    return {"wall": t.wall, "run": time.perf_counter() - start, **t.seconds}
 
 
 def first_calls(quick: bool, apis: list) -> list:
     rows = []
-    for name in _cases(quick):
-        for api in apis:
-            cmd = [sys.executable, __file__, "--one", name, "--api", api] + \
-                (["--quick"] if quick else [])
-            start = time.perf_counter()
-            res = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE)
-            process = time.perf_counter() - start
-            if res.returncode != 0:
-                rows.append((name, api, None, res.stderr.strip().splitlines()[-1:]))
-                continue
-            data = json.loads(res.stdout.strip().splitlines()[-1])
-            data["process"] = process
-            rows.append((name, api, data, None))
-            print(f"  {name} {api}: {data['wall']:.2f} s", file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory() as cache:
+        for name in _cases(quick):
+            for api in apis:
+                cmd = [sys.executable, __file__, "--one", name, "--api", api] + \
+                    (["--quick"] if quick else [])
+                env = dict(os.environ, MOONLITE_CACHE_DIR=os.path.join(cache, api + name))
+                runs = []
+                for _ in range(2):  # an empty cache, then the entry the first run wrote
+                    start = time.perf_counter()
+                    res = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE, env=env)
+                    if res.returncode != 0:
+                        runs.append(None)
+                        break
+                    data = json.loads(res.stdout.strip().splitlines()[-1])
+                    data["process"] = time.perf_counter() - start
+                    runs.append(data)
+                if runs[-1] is None:
+                    rows.append((name, api, None, None, res.stderr.strip().splitlines()[-1:]))
+                    continue
+                rows.append((name, api, runs[0], runs[1], None))
+                print(f"  {name} {api}: {runs[0]['wall']:.2f} s, warm {runs[1]['wall']:.3f} s",
+                      file=sys.stderr, flush=True)
     return rows
 
 
@@ -129,21 +144,27 @@ def main() -> None:
     rows = first_calls(opts.quick, apis)
     print("## First call of a derivative (fresh process, primal already compiled)\n")
     print("| kernel | api | first call | " + " | ".join(PHASES) +
-          " | unattributed | whole process |")
-    print("|---|---|---|" + "---|" * (len(PHASES) + 2))
+          " | unattributed | a later call | whole process | warm cache: first call |")
+    print("|---|---|---|" + "---|" * (len(PHASES) + 4))
     walls = {api: [] for api in apis}
-    for name, api, data, err in rows:
+    warms = {api: [] for api in apis}
+    for name, api, data, warm, err in rows:
         if data is None:
-            print(f"| {name} | {api} | failed: {err} |" + " |" * (len(PHASES) + 2))
+            print(f"| {name} | {api} | failed: {err} |" + " |" * (len(PHASES) + 4))
             continue
         walls[api].append(data["wall"])
+        warms[api].append(warm["wall"])
         parts = [data.get(p, 0.0) for p in PHASES]
         rest = data["wall"] - sum(parts)
         print(f"| {name} | {api} | {data['wall']:.2f} s | " +
-              " | ".join(f"{p:.2f}" for p in parts) + f" | {rest:.2f} | {data['process']:.1f} s |")
+              " | ".join(f"{p:.2f}" for p in parts) +
+              f" | {rest - data['run']:.2f} | {data['run']:.3f} s | {data['process']:.1f} s | "
+              f"{warm['wall']:.3f} s |")
     for api, w in walls.items():
         if w:
-            print(f"\nmedian first {api} call: {np.median(w):.2f} s, largest {max(w):.2f} s")
+            print(f"\nfirst {api} call: median {np.median(w):.2f} s, largest {max(w):.2f} s; "
+                  f"from a warm cache: median {np.median(warms[api]):.3f} s, largest "
+                  f"{max(warms[api]):.3f} s")
     print("\n## A call from Python (tiny kernel, 4 entries; microseconds)\n")
     print("| call | us |")
     print("|---|---|")
