@@ -32,6 +32,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LAYER_OF = {
     "moonlite.errors": "base",
     "moonlite._numba": "base",
+    "moonlite.timing": "base",  # phase timers every layer may open
     "moonlite.ir": "ir",
     "moonlite.debug": "debug",
     "moonlite.rules": "rules",
@@ -39,6 +40,8 @@ LAYER_OF = {
     "moonlite.capture": "capture",
     "moonlite.lower": "lower",
     "moonlite.driver": "driver",
+    "moonlite.fingerprint": "driver",  # keys of the disk cache: reads capture's globals scan
+    "moonlite.cache": "driver",  # the disk cache's switch, attached by the API
     "moonlite.api": "api",
     "moonlite.api_reverse": "api",
     "moonlite.api_higher": "api",

@@ -38,6 +38,7 @@ try:
     from numba.core.compiler_lock import global_compiler_lock  # noqa: F401
     from numba.misc.special import prange  # noqa: F401
     from numba.np.ufunc.dufunc import DUFunc  # noqa: F401
+    import llvmlite as _llvmlite
 except ImportError as exc:  # pragma: no cover - only on an unsupported numba
     raise ImportError(f"moonlite could not import a numba internal it relies on: {exc}") from exc
 
@@ -47,6 +48,8 @@ njit = numba.njit
 intrinsic = numba.extending.intrinsic
 vectorize = numba.vectorize
 typed = numba.typed  # typed.List: tapes of the vjp cut
+# what compiles derived code: part of the disk cache's key (fingerprint.versions_key)
+COMPILER_VERSIONS = (numba.__version__, _llvmlite.__version__)
 
 # Calls numba's front end inserts for try/except; moonlite refuses them by identity.
 EXCEPTION_INTRINSICS = (_eh.mark_try_block, _eh.exception_check, _eh.end_try_block)

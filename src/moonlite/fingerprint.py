@@ -26,6 +26,7 @@ import types
 import numpy as np
 
 from . import _numba as nb
+from .capture.frozen_globals import cell_value, names_read
 
 _STABLE_MODULES = ("numpy", "math", "cmath", "operator", "numba", "builtins", "moonlite")
 
@@ -53,21 +54,13 @@ def function_key(f, seen=None) -> tuple:
         return ("recursive", py.__module__, py.__qualname__)
     seen.add(id(f))
     code = py.__code__
-    names = _names_read(code)
+    names = names_read(code)
     glob = py.__globals__
     read = tuple((name, value_key(glob[name], seen)) for name in sorted(names) if name in glob)
-    closure = tuple(value_key(c.cell_contents, seen) for c in (py.__closure__ or ()))
+    closure = tuple(value_key(cell_value(c), seen) for c in (py.__closure__ or ()))
     defaults = tuple(value_key(d, seen) for d in (py.__defaults__ or ()))
     options = tuple(sorted((k, repr(v)) for k, v in getattr(f, "targetoptions", {}).items()))
     return (py.__module__, py.__qualname__, _code_key(code), read, closure, defaults, options)
-
-
-def _names_read(code) -> set:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _names_read(const)
-    return names
 
 
 def _code_key(code) -> tuple:
@@ -138,8 +131,6 @@ def _callable_key(g) -> tuple:
 def versions_key() -> tuple:
     """moonlite's own source (any edit of it, not only a release, may change derived code),
     and the versions of what compiles it."""
-    import llvmlite
-    import numba
     root = os.path.dirname(os.path.abspath(__file__))
     digest = hashlib.sha256()
     for folder, dirs, files in sorted(os.walk(root)):
@@ -150,4 +141,4 @@ def versions_key() -> tuple:
                 digest.update(os.path.relpath(path, root).encode())
                 with open(path, "rb") as fh:
                     digest.update(fh.read())
-    return (digest.hexdigest(), numba.__version__, llvmlite.__version__, np.__version__)
+    return (digest.hexdigest(), *nb.COMPILER_VERSIONS, np.__version__)

@@ -30,12 +30,12 @@ _records: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 def global_arrays(py_func) -> dict:
     """{name: array} for the global and closure arrays `py_func`'s code names."""
-    names = _names(py_func.__code__)
+    names = names_read(py_func.__code__)
     found = {n: py_func.__globals__[n] for n in names if isinstance(py_func.__globals__.get(n),
                                                                     np.ndarray)}
     cells = zip(py_func.__code__.co_freevars, py_func.__closure__ or ())
     found.update({n: c.cell_contents for n, c in cells
-                  if isinstance(_contents(c), np.ndarray)})
+                  if isinstance(cell_value(c), np.ndarray)})
     return found
 
 
@@ -83,15 +83,16 @@ class _CompileListener(nb.event.Listener):
             _record(dispatcher)
 
 
-def _names(code) -> set:
+def names_read(code) -> set:
+    """The global names `code` and the code objects nested in it name."""
     names = set(code.co_names)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            names |= _names(const)
+            names |= names_read(const)
     return names
 
 
-def _contents(cell):
+def cell_value(cell):
     try:
         return cell.cell_contents
     except ValueError:  # an empty cell
