@@ -45,6 +45,8 @@ LAYER_OF = {
     "moonlite.api": "api",
     "moonlite.api_reverse": "api",
     "moonlite.api_higher": "api",
+    "moonlite.api_jacobians": "api",
+    "moonlite.api_drivers": "api",
     "moonlite.testing": "api",
     "moonlite.demo": "top",
     "moonlite": "top",  # the package's __init__: the public names

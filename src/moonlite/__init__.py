@@ -6,8 +6,9 @@ from .errors import (CaptureError, LoweringError, MoonliteError, UnsupportedErro
 from . import ir
 from .ir import verify
 from .lower import MoonliteDispatcher, lower
-from .api import ArgumentError, build_frule, jacfwd, jvp
-from .api_reverse import build_rrule, grad, jacrev, value_and_grad, vjp
+from .api import ArgumentError, build_frule, jvp
+from .api_reverse import build_rrule, grad, value_and_grad, vjp
+from .api_jacobians import jacfwd, jacrev
 from .api_higher import hessian, hvp
 from .rules.custom import custom_jvp, custom_vjp, nondifferentiable
 from .debug import debug_enabled, debug_mode, set_debug

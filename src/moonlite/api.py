@@ -1,4 +1,4 @@
-"""The public differentiation API (forward mode so far): `jvp`, `jacfwd`, `build_frule`.
+"""The public forward-mode API: `jvp`, `build_frule` (`jacfwd`: `api_jacobians.py`).
 
 Each function checks its arguments in Python before anything runs (a wrong tangent raises a
 clear error, never a wrong number or a crash), finds the derived rule for the argument types in
@@ -18,10 +18,6 @@ from . import _numba as nb
 from .ad.guards import any_shared_memory, check_aliasing
 from .driver import api_cached, derived_forward_rule
 from .errors import ArgumentError, SourceLoc, UnsupportedError
-
-# jacfwd pushes this many tangent directions through one evaluation of the kernel.
-JACFWD_WIDTH = 8
-
 
 # --- argument kinds ----------------------------------------------------------------------------
 
@@ -236,71 +232,6 @@ def build_frule(f, *args):
 
 def _is_none_tangent(t) -> bool:
     return t is None or (isinstance(t, tuple) and all(_is_none_tangent(e) for e in t))
-
-
-# --- jacfwd ------------------------------------------------------------------------------------
-
-def jacfwd(f, argnums=0):
-    """A function computing the Jacobian of `f` with respect to argument(s) `argnums` by forward
-    mode, `JACFWD_WIDTH` directions per evaluation. The Jacobian has shape out.shape + arg.shape;
-    a tuple `argnums` gives a tuple of Jacobians."""
-    _check_njit(f, "jacfwd")
-
-    def jacobian(*args):
-        _check_arguments(f, args, "jacfwd")
-        nums = argnums if isinstance(argnums, tuple) else (argnums,)
-        for n in nums:
-            _check_argnum(n, args, f"jacfwd({f.py_func.__qualname__})")
-        jacs = tuple(_jacobian_wrt(f, args, n) for n in nums)
-        return jacs if isinstance(argnums, tuple) else jacs[0]
-
-    jacobian.__name__ = f"jacfwd_{getattr(f, '__name__', 'f')}"
-    return jacobian
-
-
-def _check_argnum(n, args: tuple, api: str) -> None:
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise ArgumentError(f"{api}: argnums must be an int or a tuple of ints, got {n!r}")
-    if not -len(args) <= n < len(args):
-        raise ArgumentError(f"{api}: argnums {n} is out of range for {len(args)} arguments")
-    if _kind(args[n]) not in ("float", "array"):
-        raise ArgumentError(f"{api}: argument {n} is {_a(type(args[n]).__name__)}; only float "
-                            f"scalars and float arrays can be differentiated")
-
-
-def _jacobian_wrt(f, args: tuple, argnum: int):
-    argnum = argnum % len(args)
-    x = args[argnum]
-    n = int(np.size(x))
-    width = min(JACFWD_WIDTH, n)
-    # Only x carries tangents: the other arguments are inactive (zero tangents, allocated inside
-    # the rule only where the kernel writes into them).
-    rule = _rule_for(f, args, width, "jacfwd", active=frozenset([argnum]))
-    refuse_aliased_writes(f, args, None, rule.written)  # the passes below run on copies
-    columns = []
-    for start in range(0, n, width):
-        count = min(width, n - start)
-        fresh = copy_arguments(args)  # the kernel may write into its inputs: each pass its own
-        seeds = [_seed(x, start + j) if j < count else zero_tangent_like(x)
-                 for j in range(width)]
-        result = rule(*fresh, *seeds)
-        out = result[0]
-        if _kind(out) not in ("float", "array"):
-            raise ArgumentError(f"jacfwd({f.py_func.__qualname__}): the function must return "
-                                f"a float or a float array, "
-                                f"got {type(out).__name__}")
-        columns.extend(np.asarray(result[1 + j]) for j in range(count))
-    out_shape = np.shape(out)
-    jac = np.stack(columns, axis=-1) if columns else np.zeros(out_shape + (0,))
-    return jac.reshape(out_shape + np.shape(x))
-
-
-def _seed(x, k: int):
-    if np.ndim(x) == 0:
-        return type(x)(1.0) if isinstance(x, np.floating) else 1.0
-    e = np.zeros_like(x)
-    e.flat[k] = 1.0  # entry k in C order, whatever x's layout (reshape(-1) of an F array copies)
-    return e
 
 
 def zero_tangent_like(x):

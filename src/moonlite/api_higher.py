@@ -14,21 +14,23 @@ from typing import Sequence
 
 import numpy as np
 
-from . import _numba as nb
-from .ad.guards import emit_guards, private_copies
-from .ad.inline import inline_njit_calls
-from .ad.nan_retry import NAN_NOTES, emit_nan_notes, has_nan
+from .ad.guards import private_copies
+from .ad.nan_retry import NAN_NOTES, has_nan
 from .api import (ArgumentError, _check_njit, _def_loc, _kind, checked_primals_and_tangents,
                   compile_lock, refuse_aliased_writes, value_key)
+from .api_drivers import (c_order_index, contiguous, driver_function, njit_driver,
+                          rule_arguments, spelled_shape)
 from .api_reverse import reverse_rule
 from .cache import attach_disk_cache
-from .driver import PASS_CONTEXT, api_cached, api_entry, derived_hvp_rule
+from .driver import api_cached, api_entry, derived_hvp_rule
 from .errors import UnsupportedError
-from .ir import Builder
 from .ir.types import ArrayType, FloatType, from_numba
 from .lower import DerivedDispatcher
 
-HESSIAN_WIDTH = 4  # directions per evaluation: compile time grows with it (8: 2.2 s, 4: 1.1 s)
+# directions per evaluation. Compile time grows with it, run time falls: first hessian call of an
+# RK4 integrator 5.2 s at 1, 6.8 s at 2, 9.9 s at 4; computing a dense Hessian
+# 2.6 s at 1, 1.1 s at 2, 1.0 s at 4 (the suite's rosenbrock; docs/benchmarks.md, Latency)
+HESSIAN_WIDTH = 2
 
 
 def hvp(f, primals: Sequence, tangents: Sequence) -> tuple:
@@ -112,21 +114,12 @@ def _hessian_ir(f, argtypes: tuple, argnum: int, names: list, strong_zeros: bool
                             f"exist for float scalars and float arrays")
     width = 1 if isinstance(x, FloatType) else HESSIAN_WIDTH
     one = _unit_cotangent(f, tuple(argtypes), "hessian")
-    rule = derived_hvp_rule(f, tuple(argtypes), width, frozenset([argnum]), strong_zeros)
+    rule = derived_hvp_rule(f, contiguous(argtypes), width, frozenset([argnum]), strong_zeros)
     seed = (np.float32(1.0) if x.bits == 32 else 1.0) if isinstance(x, FloatType) else None
-    driver = _driver(rule, len(types), argnum, width, one, seed,
+    driver = _driver(rule, tuple(argtypes), argnum, width, one, seed,
                      x.ndim if isinstance(x, ArrayType) else 0)
-    b = Builder.new_function(f"hessian_{f.py_func.__name__}", types, names, x)
-    b.position_at_end(b.new_block("entry"))
-    args = emit_guards(b, list(b.function.args), rule.written, qualname)  # ad/guards.py
-    result = b.call(driver, args)
-    if not strong_zeros:
-        emit_nan_notes(b, result)  # the Python call then reruns the strong-zeros variant
-    b.function.return_type = result.type
-    b.ret(result)
-    # one compiled function: the driver and the rule inlined (see api_reverse.inline_rule)
-    return inline_njit_calls(b.function, keep=lambda callee: callee not in (driver, rule),
-                             context=PASS_CONTEXT)
+    return driver_function(f"hessian_{f.py_func.__name__}", tuple(argtypes), names, driver,
+                           (rule,), qualname, written=rule.written, nan_notes=not strong_zeros)
 
 
 def _unit_cotangent(f, argtypes: tuple, api: str):
@@ -139,35 +132,34 @@ def _unit_cotangent(f, argtypes: tuple, api: str):
     return np.float32(1.0) if out_type.bits == 32 else 1.0
 
 
-def _doubled_shape(ndim: int) -> str:
-    """Source of x.shape + x.shape, spelled out (moonlite's IR does not add tuples)."""
-    dims = [f"x.shape[{k}]" for k in range(ndim)]
-    return f"({', '.join(dims + dims)})"
-
-
-def _driver(rule, nargs: int, argnum: int, width: int, one, seed, ndim: int = 0):
+def _driver(rule, argtypes: tuple, argnum: int, width: int, one, seed, ndim: int = 0):
     """An njit function `driver(*args)` filling the Hessian `width` columns per call of the
-    forward-over-reverse `rule` (generated per signature: numba needs the arity spelled out)."""
-    args = ", ".join(f"a{i}" for i in range(nargs))
+    forward-over-reverse `rule` (generated per signature: numba needs the arity spelled out;
+    columns filled entry by entry, see api_drivers.py). The rule undoes its writes, so every
+    call starts from the same arguments."""
+    args = ", ".join(f"a{i}" for i in range(len(argtypes)))
+    prelude, names = rule_arguments(argtypes)
+    call = ", ".join(names)
     if seed is not None:  # a float argument: one direction, the Hessian is a float
-        body = (f"    res = rule({args}, ONE, SEED)\n"
+        body = (f"{prelude}    res = rule({call}, ONE, SEED)\n"
                 f"    return res[1][1][{argnum}]\n")
     else:
         seeds = "".join(f"        s{j} = np.zeros(x.shape, x.dtype)\n"
                         f"        if start + {j} < n:\n"
-                        f"            s{j}.reshape(-1)[start + {j}] = 1\n" for j in range(width))
+                        f"            s{j}[{c_order_index(f'start + {j}', 'x', ndim)}] = 1\n"
+                        for j in range(width))
         columns = "".join(f"        if start + {j} < n:\n"
-                          f"            H[:, start + {j}] = np.ascontiguousarray("
-                          f"res[{1 + j}][1][{argnum}]).reshape(-1)\n" for j in range(width))
-        body = (f"    x = a{argnum}\n"
+                          f"            g = np.ascontiguousarray(res[{1 + j}][1][{argnum}])"
+                          f".reshape(-1)\n"
+                          f"            for r in range(n):\n"
+                          f"                H[r, start + {j}] = g[r]\n" for j in range(width))
+        body = (f"{prelude}    x = a{argnum}\n"
                 f"    n = x.size\n"
                 f"    H = np.zeros((n, n), x.dtype)\n"
                 f"    for start in range(0, n, {width}):\n"
                 f"{seeds}"
-                f"        res = rule({args}, ONE, {', '.join(f's{j}' for j in range(width))})\n"
+                f"        res = rule({call}, ONE, {', '.join(f's{j}' for j in range(width))})\n"
                 f"{columns}"
-                f"    return H.reshape({_doubled_shape(ndim)})\n")
-    source = f"def hessian_driver({args}):\n{body}"
-    namespace = {"np": np, "rule": rule, "ONE": one, "SEED": seed}
-    exec(compile(source, "<moonlite hessian driver>", "exec"), namespace)
-    return nb.njit(namespace["hessian_driver"])
+                f"    return H.reshape({spelled_shape(('x.shape', ndim), ('x.shape', ndim))})\n")
+    return njit_driver("hessian_driver", f"def hessian_driver({args}):\n{body}",
+                       {"rule": rule, "ONE": one, "SEED": seed})

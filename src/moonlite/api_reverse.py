@@ -22,7 +22,7 @@ from .ad.nan_retry import NAN_NOTES, emit_nan_notes, has_nan
 from .ad.reverse.types import is_float_array
 from .ad.tangents import mentions_complex
 from .cache import attach_disk_cache
-from .api import (ArgumentError, _check_argnum, _check_arguments, _check_njit,
+from .api import (ArgumentError, _check_arguments, _check_njit,
                   _def_loc, compile_lock, copy_arguments as _copy)
 from .driver import (PASS_CONTEXT, api_cached, api_entry, derived_reverse_rule,
                      derived_reverse_split)
@@ -228,45 +228,6 @@ def _strong_zeros_gradients(f, argtypes: tuple, args: tuple, dout) -> tuple:
 
 def _parameter_names(f) -> list:
     return list(inspect.signature(f.py_func).parameters)
-
-
-def jacrev(f, argnums=0):
-    """A function computing the Jacobian of `f` (shape out.shape + arg.shape) by reverse mode:
-    one pullback per output entry. A tuple `argnums` gives a tuple of Jacobians."""
-    _check_njit(f, "jacrev")
-
-    def jacobian(*args):
-        _check_arguments(f, args, "jacrev")
-        nums = argnums if isinstance(argnums, tuple) else (argnums,)
-        for n in nums:
-            _check_argnum(n, args, f"jacrev({f.py_func.__qualname__})")
-        argtypes = tuple(f.typeof_pyval(a) for a in args)
-        rule = reverse_rule(f, argtypes)
-        check_aliasing(f.py_func.__qualname__, args, rule.written, _parameter_names(f))
-        out = f(*_copy(args))
-        float_array = isinstance(out, np.ndarray) and np.issubdtype(out.dtype, np.floating)
-        if not (float_array or isinstance(out, (float, np.floating))):
-            raise ArgumentError(f"jacrev({f.py_func.__qualname__}): the function must return "
-                                f"a float or a float array, "
-                                f"got {type(out).__name__}")
-        rows = {n: [] for n in nums}
-        size = int(np.size(out))
-        for k in range(size):
-            if isinstance(out, np.ndarray):
-                seed = np.zeros_like(out)
-                seed.flat[k] = 1.0  # C order for any layout
-            else:
-                seed = type(out)(1.0) if isinstance(out, np.floating) else 1.0
-            _, grads = rule(*_copy(args), seed)
-            if has_nan(tuple(grads[n % len(args)] for n in nums)):  # ad/nan_retry.py
-                grads = _strong_zeros_gradients(f, argtypes, args, seed)
-            for n in nums:
-                rows[n].append(np.asarray(grads[n % len(args)], dtype=float))
-        jacs = tuple(np.stack(rows[n]).reshape(np.shape(out) + np.shape(args[n])) for n in nums)
-        return jacs if isinstance(argnums, tuple) else jacs[0]
-
-    jacobian.__name__ = f"jacrev_{getattr(f, '__name__', 'f')}"
-    return jacobian
 
 
 def _check_cotangent(dout, out, where: str) -> None:

@@ -76,9 +76,10 @@ def api_entry(f, key):
         return None
 
 
-def derived_forward_rule(f, argtypes: tuple, width: int = 1, active=None):
+def derived_forward_rule(f, argtypes: tuple, width: int = 1, active=None, eager: bool = True):
     """The compiled forward rule of njit function `f` for numba `argtypes` and `width`, with
-    tangent arguments for the argument indices in `active` (None: every differentiable one)."""
+    tangent arguments for the argument indices in `active` (None: every differentiable one).
+    `eager=False`: compiled at its first call, not now (for a rule its caller inlines)."""
     active = None if active is None else frozenset(active)
     key = ("forward", f, tuple(argtypes), width, active)
     with _lock:
@@ -95,7 +96,7 @@ def derived_forward_rule(f, argtypes: tuple, width: int = 1, active=None):
             primal = verified_in_debug(primal_ir(f, argtypes, forward=True), "capture")
             with phase("AD passes"):
                 forward = forward_transform(primal, width, active, context=PASS_CONTEXT)
-            rule = lower(verified(forward, "forward mode"))
+            rule = lower(verified(forward, "forward mode"), eager=eager)
             rule.written = _precise_written(primal)
         finally:
             _in_progress.discard(key)

@@ -24,17 +24,17 @@ from ..ir.core import Op
 from ..ir.types import ArrayType, FloatType, IntType, TupleType
 
 
-@nb.njit
+@nb.njit(cache=True)
 def stacked_zeros_like(a, rows):
     return np.zeros((rows,) + a.shape, a.dtype)
 
 
-@nb.njit
+@nb.njit(cache=True)
 def stacked_zeros_of_length(n, rows):
     return np.zeros((rows, n))
 
 
-@nb.njit
+@nb.njit(cache=True)
 def stacked_zeros_of_shape(shape, rows):
     return np.zeros((rows,) + shape)
 

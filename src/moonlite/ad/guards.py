@@ -40,7 +40,7 @@ def written_arguments(fn: Function) -> frozenset:
                      if isinstance(a.type, ArrayType) and not never_written(fn, a))
 
 
-@nb.njit
+@nb.njit(cache=True)
 def may_share_memory(a, b):
     """True if the memory spans of arrays a and b overlap (numpy's may_share_memory: a bounds
     test, so interleaved views of one buffer count as sharing)."""
@@ -51,7 +51,7 @@ def may_share_memory(a, b):
     return lo_a < hi_b and lo_b < hi_a
 
 
-@nb.njit
+@nb.njit(cache=True)
 def _span(a):
     lo = a.ctypes.data
     hi = lo + a.itemsize

@@ -66,7 +66,7 @@ def _note_nan(typingctx):
     return nb.types.void(), codegen
 
 
-@nb.njit(nogil=True)
+@nb.njit(nogil=True, cache=True)
 def note_nan_float(x):
     """Tell Python (`NAN_NOTES`) if `x` is nan."""
     if x != x:
@@ -74,7 +74,7 @@ def note_nan_float(x):
     return x != x
 
 
-@nb.njit(nogil=True)
+@nb.njit(nogil=True, cache=True)
 def note_nan_array(a):
     """Tell Python (`NAN_NOTES`) if an entry of `a` is nan (no early exit: the loop vectorises,
     one pass over a gradient the rule has just written)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import keyword
+import threading
 import warnings
 import weakref
 
@@ -81,8 +82,37 @@ class _QuietCompile:
             return super().compile(sig)
 
 
+_typing = threading.local()
+
+
+@contextlib.contextmanager
+def calls_typed_from_ir():
+    """While open (in this thread), numba types a call of a `MoonliteDispatcher` from the
+    signature of its IR instead of compiling it first, as it does for any njit callee. For
+    capturing code whose calls of derived rules are inlined afterwards (the drivers of hessian,
+    jacfwd, ...): compiling the rule there compiled it twice, once for nothing (0.4 s of a
+    scalar loop's Hessian, half of an RK4 integrator's)."""
+    before = getattr(_typing, "from_ir", False)
+    _typing.from_ir = True
+    try:
+        yield
+    finally:
+        _typing.from_ir = before
+
+
 class MoonliteDispatcher(_QuietCompile, nb.CPUDispatcher):
     """A numba dispatcher compiled from moonlite IR; `.ir` is that IR."""
+
+    def get_call_template(self, args, kws):
+        if not getattr(_typing, "from_ir", False) or kws:
+            return super().get_call_template(args, kws)
+        pysig, args = self._compiler.fold_argument_types(args, kws)
+        sig = nb.Signature(self.ir.return_type.to_numba(),
+                           tuple(t.to_numba() for t in self.ir.argtypes), None)
+        name = self.py_func.__name__
+        template = nb.make_concrete_template(f"CallTemplate({name})", key=name,
+                                             signatures=[sig])
+        return template, pysig, args, {}
 
     def __init__(self, fn: Function):
         self.ir = fn  # before numba's __init__, which may already print the dispatcher

@@ -76,7 +76,7 @@ def _trace_adjoint(rv, op) -> None:
         rv.b.call(add_to_diagonal, [shadow, adjoint, offset], type=none)
 
 
-@nb.njit
+@nb.njit(cache=True)
 def add_to_diagonal(gx, adjoint, k):
     """gx's diagonal k += adjoint: the adjoint of np.trace(x, k)."""
     for i in range(gx.shape[0]):
@@ -85,7 +85,7 @@ def add_to_diagonal(gx, adjoint, k):
     return None
 
 
-@nb.njit
+@nb.njit(cache=True)
 def add_cumsum_adjoint(dy, gx, axis):
     # y = cumsum(x, axis): dx[..., j, ...] += sum of dy[..., j:, ...] along the axis. The array
     # is viewed as (before, along, after) in C order, whatever its number of dimensions.
@@ -150,7 +150,7 @@ def argmin_tangent(x, dx):
     return np.ravel(dx)[np.argmin(x)]
 
 
-@nb.njit
+@nb.njit(cache=True)
 def one_at_argmax(x):
     # np.max picks the first maximum; its adjoint goes there (the derivative from that side)
     out = np.zeros(x.size, x.dtype)
@@ -158,14 +158,14 @@ def one_at_argmax(x):
     return out.reshape(x.shape)
 
 
-@nb.njit
+@nb.njit(cache=True)
 def one_at_argmin(x):
     out = np.zeros(x.size, x.dtype)
     out[np.argmin(x)] = 1
     return out.reshape(x.shape)
 
 
-@nb.njit
+@nb.njit(cache=True)
 def product_of_others(x):
     # d prod(x) / d x_i = the product of the other entries: prefix times suffix products, exact
     # with zeros (no division)

@@ -131,7 +131,7 @@ def _constant_axis(op):
     return int(const.value)
 
 
-@nb.njit
+@nb.njit(cache=True)
 def add_concatenated_piece(shadow, g, start, axis):
     """shadow += the piece of g that concatenate took from shadow's array, starting at `start`
     along `axis` (the adjoint of np.concatenate is a split)."""
@@ -140,7 +140,7 @@ def add_concatenated_piece(shadow, g, start, axis):
     return None
 
 
-@nb.njit
+@nb.njit(cache=True)
 def add_stacked_piece(shadow, g, k, axis):
     """shadow += entry k of g along the new `axis` np.stack made. (moveaxis, not swapaxes:
     swapping axes 0 and 2 of a 3-d g also reverses the piece's own axes, and numba's `+=`
@@ -173,7 +173,7 @@ def _self_adjoint(rv, op) -> None:
     rv.send(operand, rv.b.call(op.callee, [shadow_out, *rest]))
 
 
-@nb.njit
+@nb.njit(cache=True)
 def add_along_diagonal(gx, g, k):
     """gx's diagonal k += g: the adjoint of np.diag(x, k) for a matrix x (any shape)."""
     for i in range(g.shape[0]):
@@ -239,7 +239,7 @@ def _diff_adjoint(rv, op) -> None:
         rv.send(x, rv.b.call(diff_adjoint, [g]))
 
 
-@nb.njit
+@nb.njit(cache=True)
 def diff_adjoint(g):
     dx = np.zeros(g.shape[0] + 1, g.dtype)
     for k in range(g.shape[0]):

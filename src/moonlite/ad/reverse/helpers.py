@@ -10,7 +10,7 @@ from ... import _numba as nb
 import numpy as np
 
 
-@nb.njit
+@nb.njit(cache=True)
 def add_cotangent(shadow, g):
     """shadow += g after checking the shapes agree: a custom rule's cotangent is the user's,
     and numba's `a += b` does not check that b's shape fits a's (it reads past b's end)."""
@@ -24,7 +24,7 @@ def add_cotangent(shadow, g):
     return None
 
 
-@nb.njit
+@nb.njit(cache=True)
 def scatter_add(shadow, index, g):
     """The adjoint of y = x[index] for a 1-D array of ints: repeats add up."""
     for k in range(index.shape[0]):
@@ -32,7 +32,7 @@ def scatter_add(shadow, index, g):
     return None
 
 
-@nb.njit
+@nb.njit(cache=True)
 def masked_add(shadow, mask, g):
     """The adjoint of y = x[mask] for a 1-D array of bools."""
     k = 0
@@ -53,7 +53,7 @@ def masked_add(shadow, mask, g):
 _SHAPE_MISMATCH = "moonlite: an adjoint's shape does not match its array's (a bug: please report it)"
 
 
-@nb.njit
+@nb.njit(cache=True)
 def sum_to_shape_1d(g, like):
     n = like.shape[0]
     if g.shape[0] == n or g.shape[0] == 1:
@@ -65,7 +65,7 @@ def sum_to_shape_1d(g, like):
     return out
 
 
-@nb.njit
+@nb.njit(cache=True)
 def sum_to_shape_2d(g, like):
     r, c = like.shape[0], like.shape[1]
     gr, gc = g.shape[0], g.shape[1]
@@ -80,7 +80,7 @@ def sum_to_shape_2d(g, like):
     return out
 
 
-@nb.njit
+@nb.njit(cache=True)
 def sum_to_shape_3d(g, like):
     p, r, c = like.shape[0], like.shape[1], like.shape[2]
     gp, gr, gc = g.shape[0], g.shape[1], g.shape[2]
@@ -96,7 +96,7 @@ def sum_to_shape_3d(g, like):
     return out
 
 
-@nb.njit
+@nb.njit(cache=True)
 def same_size_or_raise(g, like):
     """More than 3 dimensions: no broadcasting over axes of length 1 in reverse mode."""
     if g.size != like.size:
@@ -110,17 +110,17 @@ SUM_TO_SHAPE = {1: sum_to_shape_1d, 2: sum_to_shape_2d, 3: sum_to_shape_3d}
 
 # --- tapes crossing between the sweep and the pullback of a vjp (split.py) ------------
 
-@nb.njit
+@nb.njit(cache=True)
 def tape_as_array(tape):
     return np.asarray(tape)
 
 
-@nb.njit
+@nb.njit(cache=True)
 def tape_from_array(values):
     return list(values)
 
 
-@nb.njit
+@nb.njit(cache=True)
 def tape_as_typed_list(tape):
     out = nb.typed.List()
     for item in tape:
@@ -128,7 +128,7 @@ def tape_as_typed_list(tape):
     return out
 
 
-@nb.njit
+@nb.njit(cache=True)
 def tape_from_typed_list(items):
     return list(items)
 
