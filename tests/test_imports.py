@@ -47,6 +47,7 @@ LAYER_OF = {
     "moonlite.api_higher": "api",
     "moonlite.api_jacobians": "api",
     "moonlite.api_drivers": "api",
+    "moonlite.api_calls": "api",
     "moonlite.testing": "api",
     "moonlite.demo": "top",
     "moonlite": "top",  # the package's __init__: the public names

@@ -6,7 +6,8 @@ from .errors import (CaptureError, LoweringError, MoonliteError, UnsupportedErro
 from . import ir
 from .ir import verify
 from .lower import MoonliteDispatcher, lower
-from .api import ArgumentError, build_frule, jvp
+from .api import ArgumentError, build_frule
+from .api_calls import jvp
 from .api_reverse import build_rrule, grad, value_and_grad, vjp
 from .api_jacobians import jacfwd, jacrev
 from .api_higher import hessian, hvp

@@ -1,4 +1,5 @@
-"""The public forward-mode API: `jvp`, `build_frule` (`jacfwd`: `api_jacobians.py`).
+"""Argument checking shared by the public API, and `build_frule` (`jvp`: `api_calls.py`;
+`jacfwd`: `api_jacobians.py`).
 
 Each function checks its arguments in Python before anything runs (a wrong tangent raises a
 clear error, never a wrong number or a crash), finds the derived rule for the argument types in
@@ -10,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import numbers
-from typing import Sequence
 
 import numpy as np
 
@@ -175,23 +175,6 @@ def _rule_for(f, primals: tuple, width: int, api: str, active=None):
     return api_cached(f, key, build)
 
 
-# --- jvp ---------------------------------------------------------------------------------------
-
-def jvp(f, primals: Sequence, tangents: Sequence):
-    """`(f(*primals), J f(primals) @ tangents)`, in one compiled forward-mode evaluation.
-
-    `tangents` has one entry per primal: None for int and bool arguments, a float for a float,
-    an array of the same shape and dtype for a float array, a tuple for a tuple. Like the primal,
-    the forward rule writes into arrays: after the call every input array holds what `f` leaves
-    in it, and the tangent array given for it describes that new value.
-    """
-    primals, checked = checked_primals_and_tangents(f, primals, tangents, "jvp")
-    rule = _rule_for(f, primals, 1, "jvp")
-    refuse_aliased_writes(f, primals, checked, rule.written)
-    out, dout = rule(*primals, *[t for t in checked if t is not None])
-    return out, (None if _is_none_tangent(dout) else dout)
-
-
 def refuse_aliased_writes(f, primals: tuple, tangents, written) -> None:
     """ArgumentError if an array `f` writes (or its tangent, which the rule writes alongside)
     shares memory with another argument or tangent (`ad/guards.py`). `written`: the indices
@@ -227,7 +210,11 @@ def build_frule(f, *args):
     """The derived forward rule of `f` for the types of `args`: a compiled callable whose `.ir`
     is its moonlite IR. Call it as `rule(*primals, *tangents_of_differentiable_args)`; it
     returns `(out, dout)`."""
-    return _rule_for(f, tuple(args), 1, "build_frule")
+    rule = _rule_for(f, tuple(args), 1, "build_frule")
+    if not rule.signatures:  # jvp derived it to inline it, uncompiled: compile it now
+        with compile_lock():
+            rule.compile(tuple(t.to_numba() for t in rule.ir.argtypes))
+    return rule
 
 
 def _is_none_tangent(t) -> bool:

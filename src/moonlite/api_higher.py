@@ -14,18 +14,22 @@ from typing import Sequence
 
 import numpy as np
 
-from .ad.guards import private_copies
-from .ad.nan_retry import NAN_NOTES, has_nan
-from .api import (ArgumentError, _check_njit, _def_loc, _kind, checked_primals_and_tangents,
-                  compile_lock, refuse_aliased_writes, value_key)
+from .ad.inline import inline_njit_calls
+from .ad.nan_retry import NAN_NOTES, emit_nan_notes
+from .api import (ArgumentError, _check_arguments, _check_njit, _def_loc,
+                  checked_primals_and_tangents)
 from .api_drivers import (c_order_index, contiguous, driver_function, njit_driver,
                           rule_arguments, spelled_shape)
+from .api_calls import (alias_checks, calls_dispatcher, checked_tangent, explain_bad_call,
+                        split_arguments, unpacked)
 from .api_reverse import reverse_rule
 from .cache import attach_disk_cache
-from .driver import api_cached, api_entry, derived_hvp_rule
+from .driver import PASS_CONTEXT, api_cached, api_entry, derived_hvp_rule
 from .errors import UnsupportedError
+from .ir import Builder
 from .ir.types import ArrayType, FloatType, from_numba
 from .lower import DerivedDispatcher
+from .rules.tangents import tangent_type
 
 # directions per evaluation. Compile time grows with it, run time falls: first hessian call of an
 # RK4 integrator 5.2 s at 1, 6.8 s at 2, 9.9 s at 4; computing a dense Hessian
@@ -36,31 +40,57 @@ HESSIAN_WIDTH = 2
 def hvp(f, primals: Sequence, tangents: Sequence) -> tuple:
     """Hessian-vector products of scalar-valued `f` at `primals` along `tangents`: one entry per
     primal, shaped like it (None for int and bool arguments), the Hessian of `f` with respect to
-    all its float arguments applied to the direction `tangents`."""
-    primals, checked = checked_primals_and_tangents(f, primals, tangents, "hvp")
-    hv = _run_hvp(f, primals, checked, strong_zeros=False)
-    if has_nan(hv):  # again with zero-guarded products (ad/nan_retry.py)
-        hv = _run_hvp(f, primals, checked, strong_zeros=True)
-    return hv
+    all its float arguments applied to the direction `tangents`. After the first call for `f`,
+    a look-up and one call of the compiled `hvp_f(primals, tangents)` (`api_calls.py`)."""
+    disp = api_entry(f, _HVP)
+    if disp is None or type(primals) is not tuple or type(tangents) is not tuple:
+        primals, _ = checked_primals_and_tangents(f, primals, tangents, "hvp")
+        return _hvp_dispatcher(f, False)(primals, tuple(tangents))
+    try:
+        return disp(primals, tangents)
+    except Exception:
+        explain_bad_call(f, primals, tangents, "hvp")
+        raise
 
 
-def _run_hvp(f, primals: tuple, checked: list, strong_zeros: bool) -> tuple:
-    key = ("hvp", tuple(value_key(f, p) for p in primals), strong_zeros)
-    rule, one = api_cached(f, key, lambda: _hvp_rule(f, primals, strong_zeros))
-    if rule.written:  # the rule runs f's sweep: on copies, so a failure leaves no trace
-        refuse_aliased_writes(f, primals, checked, rule.written)
-        primals = private_copies(primals, rule.written)
-        checked = private_copies(tuple(checked), rule.written)
-    _, (_, hv) = rule(*primals, one, *[t for t in checked if t is not None])
-    return tuple(hv)
+_HVP = ("hvp", False)
 
 
-def _hvp_rule(f, primals: tuple, strong_zeros: bool) -> tuple:
-    active = frozenset(i for i, p in enumerate(primals) if _kind(p) != "none")
-    argtypes = tuple(f.typeof_pyval(p) for p in primals)
-    one = _unit_cotangent(f, argtypes, "hvp")
-    with compile_lock():
-        return derived_hvp_rule(f, argtypes, 1, active, strong_zeros), one
+def _hvp_dispatcher(f, strong_zeros: bool):
+    # an HVP with a nan is computed again with zero-guarded products (nan_retry.py)
+    retry = None if strong_zeros else (lambda: _hvp_dispatcher(f, True))
+    return api_cached(f, ("hvp", strong_zeros),
+                      lambda: calls_dispatcher(f, "hvp", _hvp_ir, (strong_zeros,),
+                                               (_hvp_dispatcher, (f, strong_zeros)), retry))
+
+
+def _hvp_ir(f, argtypes: tuple, strong_zeros: bool):
+    primals, _ = split_arguments(f, argtypes, "hvp")
+    _check_arguments(f, primals, "hvp")
+    types = [from_numba(p) for p in primals]
+    active = frozenset(i for i, t in enumerate(types) if tangent_type(t) is not None)
+    one = _unit_cotangent(f, primals, "hvp")
+    rule = derived_hvp_rule(f, primals, 1, active, strong_zeros)
+    qualname = f.py_func.__qualname__
+    b = Builder.new_function(f"hvp_{f.py_func.__name__}", [from_numba(t) for t in argtypes],
+                             ["primals", "tangents"], types[0])
+    b.position_at_end(b.new_block("entry"))
+    P, T = unpacked(b, len(primals))
+    passed = [checked_tangent(b, p, t, f"hvp({qualname}): tangent {i}")
+              for i, (p, t) in enumerate(zip(P, T))]
+    # the rule runs f's sweep: on copies of what it writes (and of their tangents)
+    T = [t if t is not None else T[i] for i, t in enumerate(passed)]
+    P, T = alias_checks(b, P, T, rule.written, qualname, copy=True)
+    tangents = [T[i] for i, t in enumerate(passed) if t is not None]
+    result = b.call(rule, P + [b.const(one, rule.ir.argtypes[len(P)])] + tangents,
+                    type=rule.ir.return_type)
+    hv = b.tuple_getitem(b.tuple_getitem(result, 1), 1)
+    if not strong_zeros:
+        emit_nan_notes(b, hv)  # the Python call then reruns the strong-zeros variant
+    b.function.return_type = hv.type
+    b.ret(hv)
+    return inline_njit_calls(b.function, keep=lambda callee: callee is not rule,
+                             context=PASS_CONTEXT)
 
 
 def hessian(f, argnums: int = 0):

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .api import _kind, copy_arguments as _copy, jvp, zero_tangent_like
+from .api import _kind, copy_arguments as _copy, zero_tangent_like
+from .api_calls import jvp
 
 STEP_SIZES = (1e-2, 3e-3, 1e-3, 3e-4, 1e-4, 3e-5, 1e-5, 1e-6, 1e-7)
 

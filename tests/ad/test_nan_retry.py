@@ -13,7 +13,7 @@ import pytest
 
 import moonlite
 from moonlite.ad.nan_retry import NAN_NOTES, has_nan
-from moonlite.api_higher import _hessian_dispatcher, _run_hvp
+from moonlite.api_higher import _hessian_dispatcher, _hvp_dispatcher
 from moonlite.driver import api_entry, derived_reverse_rule
 
 from ..helpers import central_differences
@@ -109,7 +109,7 @@ def _second_differences(f, x, h=1e-4):
 def test_plain_second_order_rules_give_nan_here():
     # what the retry repairs in second order (the dispatcher's call without its retry)
     assert np.isnan(_hessian_dispatcher(overflowing, 0, False).call_without_retry(X)).any()
-    (hv,) = _run_hvp(overflowing, (X,), [np.array([0.5, -1.0])], False)
+    (hv,) = _hvp_dispatcher(overflowing, False).call_without_retry((X,), (np.array([0.5, -1.0]),))
     assert np.isnan(hv).any()
 
 

@@ -64,10 +64,11 @@ def _span(a):
     return lo, hi
 
 
-def emit_guards(b, values: list, written: frozenset, function_name: str) -> list:
+def emit_guards(b, values: list, written: frozenset, function_name: str,
+                copy: bool = True) -> list:
     """At the builder's position: refuse (raise ValueError) if an array in `values` that the
-    kernel writes shares memory with another array argument, then copy the written ones.
-    Returns the values to pass on (copies in place of the written arrays)."""
+    kernel writes shares memory with another array argument, then (with `copy`) copy the
+    written ones. Returns the values to pass on (copies in place of the written arrays)."""
     names = [getattr(v, "name", f"argument {i}") for i, v in enumerate(values)]
     arrays = [i for i, v in enumerate(values) if isinstance(v.type, ArrayType)]
     for i in sorted(written):
@@ -81,7 +82,7 @@ def emit_guards(b, values: list, written: frozenset, function_name: str) -> list
             b.raise_(ArgumentError, [b.const(_aliasing_message(function_name, names[i],
                                                                names[j]))])
             b.position_at_end(go_on)
-    return [b.call(np.copy, [v], type=v.type) if i in written else v
+    return [b.call(np.copy, [v], type=v.type) if copy and i in written else v
             for i, v in enumerate(values)]
 
 
