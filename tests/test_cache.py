@@ -41,10 +41,17 @@ import kern
 if os.environ.get("RULE"):
     moonlite.nondifferentiable(kern.helper)
 x = np.array([1.0, 2.0, -0.5])
+api = os.environ.get("API", "grad")
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    g = moonlite.hessian(kern.f) if os.environ.get("HESSIAN") else moonlite.grad(kern.f)
-    value = g(x)
+    if api in ("jvp", "hvp"):  # along the first axis; g: the dispatcher they call
+        result = getattr(moonlite, api)(kern.f, (x,), (np.array([1.0, 0.0, 0.0]),))
+        value = result[1] if api == "jvp" else result[0]
+        from moonlite.driver import api_entry
+        g = api_entry(kern.f, ("jvp",) if api == "jvp" else ("hvp", False))
+    else:
+        g = getattr(moonlite, api)(kern.f)
+        value = g(x)
 print(json.dumps({"value": np.asarray(value).tolist(), "hits": g._cache.hits,
                   "saves": g._cache.saves, "warnings": [str(w.message) for w in caught]}))
 '''
@@ -107,12 +114,16 @@ def test_a_registered_rule_is_part_of_the_key(tmp_path):
     np.testing.assert_allclose(ruled["value"], np.zeros(3))
 
 
-def test_hessians_are_cached_too(tmp_path):
+@pytest.mark.parametrize("api, expected", [
+    ("hessian", 4.0 * np.eye(3)), ("jacfwd", 4.0 * X), ("jacrev", 4.0 * X),
+    ("jvp", 4.0 * X[0]), ("hvp", [4.0, 0.0, 0.0])])
+def test_every_derivative_is_cached(tmp_path, api, expected):
     cache = tmp_path / "cache"
-    _write_kernel(tmp_path)
-    first, again = _run(tmp_path, cache, HESSIAN="1"), _run(tmp_path, cache, HESSIAN="1")
+    _write_kernel(tmp_path)  # f(x) = 2 sum(x^2)
+    first, again = _run(tmp_path, cache, API=api), _run(tmp_path, cache, API=api)
     assert (first["saves"], again["hits"]) == (1, 1)
-    np.testing.assert_allclose(again["value"], 4.0 * np.eye(3))
+    np.testing.assert_allclose(first["value"], expected)
+    np.testing.assert_allclose(again["value"], expected)
 
 
 def test_two_processes_writing_one_entry_leave_a_whole_file(tmp_path):
