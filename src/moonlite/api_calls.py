@@ -16,17 +16,15 @@ from typing import Sequence
 
 from . import _numba as nb
 from .ad.guards import emit_guards
-from .ad.nan_retry import NAN_NOTES
+from .ad.inline import inline_njit_calls
 from .ad.tangents import mentions_complex
 from .api import (_check_arguments, _is_none_tangent, checked_primals_and_tangents,
                   compile_lock)
-from .cache import attach_disk_cache
-from .ad.inline import inline_njit_calls
+from .api_drivers import api_dispatcher
 from .driver import PASS_CONTEXT, api_cached, api_entry, derived_forward_rule
 from .errors import ArgumentError, MoonliteError, UnsupportedError
 from .ir import Builder
 from .ir.types import ArrayType, BoolType, FloatType, IntType, NoneType, from_numba
-from .lower import DerivedDispatcher
 from .rules.tangents import tangent_type
 
 
@@ -122,11 +120,7 @@ def calls_dispatcher(f, api: str, make_ir, options: tuple, recipe: tuple, retry=
         with compile_lock():
             return make_ir(f, tuple(argtypes), *options)
 
-    disp = DerivedDispatcher(f"{api}_{f.py_func.__name__}", ["primals", "tangents"], derive,
-                             bool(f.targetoptions.get("boundscheck")), retry, NAN_NOTES)
-    disp.recipe = recipe
-    attach_disk_cache(disp, f, (api, *options))
-    return disp
+    return api_dispatcher(f, api, ["primals", "tangents"], derive, options, recipe, retry)
 
 
 # --- jvp ---------------------------------------------------------------------------------------

@@ -26,12 +26,27 @@ from . import _numba as nb
 from .ad.context import PassContext
 from .ad.guards import emit_guards
 from .ad.inline import inline_njit_calls
-from .ad.nan_retry import emit_nan_notes
+from .ad.nan_retry import NAN_NOTES, emit_nan_notes
+from .cache import attach_disk_cache
 from .capture import capture_types
 from .driver import PASS_CONTEXT
 from .ir import Builder
 from .ir.types import from_numba
+from .lower import DerivedDispatcher
 from .lower.dispatcher import calls_typed_from_ir
+
+
+def api_dispatcher(f, api: str, argnames: list, derive, options: tuple, recipe: tuple,
+                   retry=None):
+    """The DerivedDispatcher `{api}_f` of the public API, deriving its IR per signature with
+    `derive(argtypes)`: bounds-checked like `f`, rerun through `retry()` when a call notes a
+    nan (`ad/nan_retry.py`), pickled as `recipe` (a call rebuilding it), cached on disk under
+    `(api, *options)`."""
+    disp = DerivedDispatcher(f"{api}_{f.py_func.__name__}", argnames, derive,
+                             bool(f.targetoptions.get("boundscheck")), retry, NAN_NOTES)
+    disp.recipe = recipe
+    attach_disk_cache(disp, f, (api, *options))
+    return disp
 
 
 def njit_driver(name: str, source: str, namespace: dict):

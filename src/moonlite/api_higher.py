@@ -15,20 +15,18 @@ from typing import Sequence
 import numpy as np
 
 from .ad.inline import inline_njit_calls
-from .ad.nan_retry import NAN_NOTES, emit_nan_notes
+from .ad.nan_retry import emit_nan_notes
 from .api import (ArgumentError, _check_arguments, _check_njit, _def_loc,
                   checked_primals_and_tangents)
-from .api_drivers import (c_order_index, contiguous, driver_function, njit_driver,
+from .api_drivers import (api_dispatcher, c_order_index, contiguous, driver_function, njit_driver,
                           rule_arguments, spelled_shape)
 from .api_calls import (alias_checks, calls_dispatcher, checked_tangent, explain_bad_call,
                         split_arguments, unpacked)
 from .api_reverse import reverse_rule
-from .cache import attach_disk_cache
 from .driver import PASS_CONTEXT, api_cached, api_entry, derived_hvp_rule
 from .errors import UnsupportedError
 from .ir import Builder
 from .ir.types import ArrayType, FloatType, from_numba
-from .lower import DerivedDispatcher
 from .rules.tangents import tangent_type
 
 # directions per evaluation. Compile time grows with it, run time falls: first hessian call of an
@@ -119,11 +117,8 @@ def _hessian_dispatcher(f, argnums: int, strong_zeros: bool):
         # a Hessian with a nan is computed again with zero-guarded products (nan_retry.py)
         retry = None if strong_zeros else \
             (lambda: _hessian_dispatcher(f, argnums, strong_zeros=True))
-        disp = DerivedDispatcher(f"hessian_{f.py_func.__name__}", names, derive,
-                                 bool(f.targetoptions.get("boundscheck")), retry, NAN_NOTES)
-        disp.recipe = (_hessian_dispatcher, (f, argnums, strong_zeros))
-        attach_disk_cache(disp, f, ("hessian", argnums, strong_zeros))
-        return disp
+        return api_dispatcher(f, "hessian", names, derive, (argnums, strong_zeros),
+                              (_hessian_dispatcher, (f, argnums, strong_zeros)), retry)
 
     # one dispatcher per function and argnums, as for grad: `hessian(f)(x)` written in a loop
     # compiles once, not once per call (about 4 s each)

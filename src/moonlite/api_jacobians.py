@@ -15,15 +15,12 @@ import inspect
 
 import numpy as np
 
-from .ad.nan_retry import NAN_NOTES
 from .api import ArgumentError, _check_njit, compile_lock
-from .api_drivers import (c_order_index, contiguous, driver_function, njit_driver,
+from .api_drivers import (api_dispatcher, c_order_index, contiguous, driver_function, njit_driver,
                           rule_arguments, spelled_shape)
 from .api_reverse import plain_argnums, reverse_rule
-from .cache import attach_disk_cache
 from .driver import api_cached, api_entry, derived_forward_rule
 from .ir.types import ArrayType, BoolType, FloatType, IntType, from_numba
-from .lower import DerivedDispatcher
 
 # jacfwd pushes this many tangent directions through one evaluation of the kernel.
 JACFWD_WIDTH = 8
@@ -61,11 +58,8 @@ def _jacobian(f, argnums, api: str, strong_zeros: bool = False):
         # reverse mode: a Jacobian with a nan is computed again with zero-guarded products
         retry = None if strong_zeros or api == "jacfwd" else \
             (lambda: _jacobian(f, argnums, api, strong_zeros=True))
-        disp = DerivedDispatcher(f"{api}_{f.py_func.__name__}", names, derive,
-                                 bool(f.targetoptions.get("boundscheck")), retry, NAN_NOTES)
-        disp.recipe = (_jacobian, (f, argnums, api, strong_zeros))
-        attach_disk_cache(disp, f, (api, argnums, strong_zeros))
-        return disp
+        return api_dispatcher(f, api, names, derive, (argnums, strong_zeros),
+                              (_jacobian, (f, argnums, api, strong_zeros)), retry)
 
     return api_cached(f, (api, argnums, strong_zeros), build)
 

@@ -18,10 +18,10 @@ import numpy as np
 
 from .ad.guards import check_aliasing, deferred_interrupts, emit_guards, private_copies
 from .ad.inline import inline_njit_calls
-from .ad.nan_retry import NAN_NOTES, emit_nan_notes, has_nan
+from .ad.nan_retry import emit_nan_notes, has_nan
 from .ad.reverse.types import is_float_array
 from .ad.tangents import mentions_complex
-from .cache import attach_disk_cache
+from .api_drivers import api_dispatcher
 from .api import (ArgumentError, _check_arguments, _check_njit,
                   _def_loc, compile_lock, copy_arguments as _copy)
 from .driver import (PASS_CONTEXT, api_cached, api_entry, derived_reverse_rule,
@@ -29,7 +29,6 @@ from .driver import (PASS_CONTEXT, api_cached, api_entry, derived_reverse_rule,
 from .errors import UnsupportedError
 from .ir import Builder
 from .ir.types import FloatType, from_numba, is_differentiable
-from .lower import DerivedDispatcher
 
 
 def grad(f, argnums=0):
@@ -110,11 +109,9 @@ def _gradient_dispatcher(f, argnums, with_value: bool, strong_zeros: bool = Fals
         # a gradient with a nan is computed again with zero-guarded products (nan_retry.py)
         retry = None if strong_zeros else \
             (lambda: _gradient_dispatcher(f, argnums, with_value, strong_zeros=True))
-        disp = DerivedDispatcher(f"{api}_{f.py_func.__name__}", names, derive,
-                                 bool(f.targetoptions.get("boundscheck")), retry, NAN_NOTES)
-        disp.recipe = (_gradient_dispatcher, (f, argnums, with_value, strong_zeros))
-        attach_disk_cache(disp, f, (api, argnums, strong_zeros))
-        return disp
+        return api_dispatcher(f, api, names, derive, (argnums, strong_zeros),
+                              (_gradient_dispatcher, (f, argnums, with_value, strong_zeros)),
+                              retry)
 
     # the same dispatcher for the same function and options: `grad(f)(x)` written inline, in
     # a loop, compiles once (forgotten, like every derived rule, when a custom rule is added)
