@@ -99,3 +99,20 @@ def test_aliased_written_arrays_are_refused_on_the_fast_path():
     with pytest.raises(ArgumentError, match="share memory"):
         moonlite.jvp(scale_in_place, (x, 2.0), (x, 0.0))
     np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])
+
+
+@numba.njit
+def weighted(pair, x):
+    w, n = pair
+    return w * np.sum(x[:n] ** 2)
+
+
+def test_a_tuple_tangent_is_checked_and_converted_entry_by_entry():
+    x = np.array([1.0, 2.0, 3.0])
+    v = np.array([1.0, 0.0, 0.0])
+    for _ in range(2):  # the first call and the fast path
+        out, dout = moonlite.jvp(weighted, ((0.5, 2), x), ((1, None), v))
+        assert out == pytest.approx(2.5)
+        assert dout == pytest.approx(5.0 + 0.5 * 2.0)  # d/dw: sum(x[:2]^2); d/dx0: 2 w x0
+    with pytest.raises(ArgumentError, match="carries no tangent"):
+        moonlite.jvp(weighted, ((0.5, 2), x), ((1.0, 1.0), v))

@@ -24,7 +24,8 @@ from .api_drivers import api_dispatcher
 from .driver import PASS_CONTEXT, api_cached, api_entry, derived_forward_rule
 from .errors import ArgumentError, MoonliteError, UnsupportedError
 from .ir import Builder
-from .ir.types import ArrayType, BoolType, FloatType, IntType, NoneType, from_numba
+from .ir.types import (ArrayType, BoolType, FloatType, IntType, NoneType, TupleType,
+                       from_numba, none)
 from .rules.tangents import tangent_type
 
 
@@ -88,9 +89,15 @@ def checked_tangent(b: Builder, primal, tangent, where: str):
                                          f"argument's")])
         b.position_at_end(ok)
         return tangent
-    if got != want:
-        raise ArgumentError(f"{where}: the tangent has type {got}; expected {want}")
-    return tangent
+    if isinstance(want, TupleType) and isinstance(got, TupleType) and \
+            len(got.elements) == len(want.elements):  # entry by entry, converted like the rest
+        entries = []
+        for k in range(len(want.elements)):
+            entry = checked_tangent(b, b.tuple_getitem(primal, k), b.tuple_getitem(tangent, k),
+                                    f"{where}[{k}]")
+            entries.append(b.const(None, none) if entry is None else entry)
+        return b.build_tuple(entries)
+    raise ArgumentError(f"{where}: the tangent has type {got}; expected {want}")
 
 
 def alias_checks(b: Builder, primals: list, tangents: list, written, function_name: str,
