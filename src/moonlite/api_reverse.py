@@ -16,14 +16,15 @@ import numbers
 
 import numpy as np
 
-from .ad.guards import check_aliasing, deferred_interrupts, emit_guards, private_copies
+from .ad.guards import (any_shared_memory, check_aliasing, deferred_interrupts, emit_guards,
+                        private_copies)
 from .ad.inline import inline_njit_calls
 from .ad.nan_retry import emit_nan_notes, has_nan
 from .ad.reverse.types import is_float_array
 from .ad.tangents import mentions_complex
 from .api_drivers import api_dispatcher
-from .api import (ArgumentError, _check_arguments, _check_njit,
-                  _def_loc, compile_lock, copy_arguments as _copy)
+from .api import (ArgumentError, _check_arguments, _check_njit, _def_loc, compile_lock,
+                  copy_arguments as _copy, value_key)
 from .driver import (PASS_CONTEXT, api_cached, api_entry, derived_reverse_rule,
                      derived_reverse_split)
 from .errors import UnsupportedError
@@ -185,12 +186,12 @@ def vjp(f, *primals):
     """
     _check_njit(f, "vjp")
     _check_arguments(f, primals, "vjp")
-    argtypes = tuple(f.typeof_pyval(p) for p in primals)
-    with compile_lock():
-        sweep, pull = derived_reverse_split(f, argtypes)
-    refuse_complex(f, argtypes, sweep.ir)
+    # looked up by cheap keys of the values, without numba's typeof or its compiler lock
+    sweep, pull = api_cached(f, ("vjp", tuple(value_key(f, p) for p in primals)),
+                             lambda: _split_rule(f, primals))
     name = f.py_func.__qualname__
-    check_aliasing(name, primals, sweep.written, _parameter_names(f))
+    if sweep.written and any_shared_memory(primals):
+        check_aliasing(name, primals, sweep.written, _parameter_names(f))
     work = private_copies(primals, sweep.written)
     guard = deferred_interrupts if sweep.state_has_lists else contextlib.nullcontext
     with guard():
@@ -208,11 +209,21 @@ def vjp(f, *primals):
         with guard():
             _, grads = pull(*work, cotangent, *state)
         if has_nan(tuple(grads)):  # again with zero-guarded products (ad/nan_retry.py)
+            argtypes = tuple(f.typeof_pyval(p) for p in primals)
             grads = _strong_zeros_gradients(f, argtypes, work, cotangent)
         return tuple(grads)
 
     pullback.arguments = work  # the private arrays, restored by the pullback (moonlite.testing)
     return out, pullback
+
+
+def _split_rule(f, primals: tuple) -> tuple:
+    """The sweep and pullback of `f`'s reverse rule for the types of `primals`."""
+    argtypes = tuple(f.typeof_pyval(p) for p in primals)
+    with compile_lock():
+        sweep, pull = derived_reverse_split(f, argtypes)
+    refuse_complex(f, argtypes, sweep.ir)
+    return sweep, pull
 
 
 def _strong_zeros_gradients(f, argtypes: tuple, args: tuple, dout) -> tuple:
