@@ -15,7 +15,6 @@ import numbers
 import numpy as np
 
 from . import _numba as nb
-from .ad.guards import any_shared_memory, check_aliasing
 from .driver import api_cached, derived_forward_rule
 from .errors import ArgumentError, SourceLoc, UnsupportedError
 
@@ -162,34 +161,6 @@ def _check_tangent(primal, tangent, where: str):
     raise UnsupportedError("complex arguments", hint="split them into real and imaginary parts")
 
 
-def _rule_for(f, primals: tuple, width: int, api: str, active=None):
-    _check_njit(f, api)
-    _check_arguments(f, primals, api)
-    key = ("forward", width, active, tuple(value_key(f, p) for p in primals))
-
-    def build():
-        argtypes = tuple(f.typeof_pyval(p) for p in primals)
-        with compile_lock():
-            return derived_forward_rule(f, argtypes, width, active)
-
-    return api_cached(f, key, build)
-
-
-def refuse_aliased_writes(f, primals: tuple, tangents, written) -> None:
-    """ArgumentError if an array `f` writes (or its tangent, which the rule writes alongside)
-    shares memory with another argument or tangent (`ad/guards.py`). `written`: the indices
-    of the arguments `f` may write, or a function computing them (called only if two arrays
-    share memory)."""
-    values = tuple(primals) + tuple(tangents if tangents is not None else [None] * len(primals))
-    if not any_shared_memory(values):
-        return
-    written = frozenset(written() if callable(written) else written)
-    names = list(inspect.signature(f.py_func).parameters)[:len(primals)]
-    names += [f"the tangent of {n}" for n in names]
-    n = len(primals)
-    check_aliasing(f.py_func.__qualname__, values, written | {i + n for i in written}, names)
-
-
 def checked_primals_and_tangents(f, primals, tangents, api: str) -> tuple:
     """(primals, tangents) as tuples, after checking `f`, the primals, and one tangent of the
     right shape and dtype per primal (`api` names the caller in errors)."""
@@ -210,7 +181,15 @@ def build_frule(f, *args):
     """The derived forward rule of `f` for the types of `args`: a compiled callable whose `.ir`
     is its moonlite IR. Call it as `rule(*primals, *tangents_of_differentiable_args)`; it
     returns `(out, dout)`."""
-    rule = _rule_for(f, tuple(args), 1, "build_frule")
+    _check_njit(f, "build_frule")
+    _check_arguments(f, args, "build_frule")
+
+    def build():
+        argtypes = tuple(f.typeof_pyval(a) for a in args)
+        with compile_lock():
+            return derived_forward_rule(f, argtypes)
+
+    rule = api_cached(f, ("forward", tuple(value_key(f, a) for a in args)), build)
     if not rule.signatures:  # jvp derived it to inline it, uncompiled: compile it now
         with compile_lock():
             rule.compile(tuple(t.to_numba() for t in rule.ir.argtypes))

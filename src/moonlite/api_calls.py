@@ -111,13 +111,22 @@ def alias_checks(b: Builder, primals: list, tangents: list, written, function_na
     return values[:n], values[n:]
 
 
-def explain_bad_call(f, primals, tangents, api: str) -> None:
-    """After a failed call: the Python-side checks' ArgumentError if the arguments were wrong
-    (they name shapes and dtypes); nothing if they were right (the kernel itself failed)."""
+def compiled_call(f, api: str, key: tuple, dispatcher, primals, tangents):
+    """`dispatcher(f)(primals, tangents)`: on the fast path (the dispatcher built, tuples given)
+    a look-up and the call; otherwise, and after a failed call, the Python-side checks first
+    (their ArgumentError names shapes and dtypes; if they pass, the kernel itself failed)."""
+    disp = api_entry(f, key)
+    if disp is None or type(primals) is not tuple or type(tangents) is not tuple:
+        primals, _ = checked_primals_and_tangents(f, primals, tangents, api)
+        return dispatcher(f)(primals, tuple(tangents))
     try:
-        checked_primals_and_tangents(f, primals, tangents, api)
-    except MoonliteError as exc:
-        raise exc from None
+        return disp(primals, tangents)
+    except Exception:
+        try:
+            checked_primals_and_tangents(f, primals, tangents, api)
+        except MoonliteError as exc:
+            raise exc from None
+        raise
 
 
 def calls_dispatcher(f, api: str, make_ir, options: tuple, recipe: tuple, retry=None):
@@ -146,20 +155,7 @@ def jvp(f, primals: Sequence, tangents: Sequence):
     After the first call for `f`, a look-up and one call of the compiled `jvp_f(primals,
     tangents)` (`api_calls.py`), which checks the tangents itself.
     """
-    disp = api_entry(f, _JVP)
-    if disp is None or type(primals) is not tuple or type(tangents) is not tuple:
-        return _first_jvp(f, primals, tangents)
-    try:
-        out, dout = disp(primals, tangents)
-    except Exception:
-        explain_bad_call(f, primals, tangents, "jvp")
-        raise
-    return out, (None if _is_none_tangent(dout) else dout)
-
-
-def _first_jvp(f, primals, tangents) -> tuple:
-    primals, _ = checked_primals_and_tangents(f, primals, tangents, "jvp")
-    out, dout = _jvp_dispatcher(f)(primals, tuple(tangents))
+    out, dout = compiled_call(f, "jvp", _JVP, _jvp_dispatcher, primals, tangents)
     return out, (None if _is_none_tangent(dout) else dout)
 
 
@@ -179,8 +175,8 @@ def _jvp_ir(f, argtypes: tuple):
     P, T = unpacked(b, len(primals))
     passed = [checked_tangent(b, p, t, f"jvp({qualname}): tangent {i}")
               for i, (p, t) in enumerate(zip(P, T))]
-    written = rule.written() if callable(rule.written) else rule.written
-    alias_checks(b, P, T, written, qualname, copy=False)  # forward mode writes in place
+    # forward mode writes in place; a forward rule computes what it writes when asked
+    alias_checks(b, P, T, rule.written(), qualname, copy=False)
     b.ret(b.call(rule, P + [t for t in passed if t is not None], type=rule.ir.return_type))
     # one function: numba leaks a reference to an array argument when a callee raises
     return inline_njit_calls(b.function, keep=lambda callee: callee is not rule,

@@ -16,11 +16,10 @@ import numpy as np
 
 from .ad.inline import inline_njit_calls
 from .ad.nan_retry import emit_nan_notes
-from .api import (ArgumentError, _check_arguments, _check_njit, _def_loc,
-                  checked_primals_and_tangents)
+from .api import ArgumentError, _check_arguments, _check_njit, _def_loc
 from .api_drivers import (api_dispatcher, c_order_index, contiguous, driver_function, njit_driver,
                           rule_arguments, spelled_shape)
-from .api_calls import (alias_checks, calls_dispatcher, checked_tangent, explain_bad_call,
+from .api_calls import (alias_checks, calls_dispatcher, checked_tangent, compiled_call,
                         split_arguments, unpacked)
 from .api_reverse import reverse_rule
 from .driver import PASS_CONTEXT, api_cached, api_entry, derived_hvp_rule
@@ -40,18 +39,14 @@ def hvp(f, primals: Sequence, tangents: Sequence) -> tuple:
     primal, shaped like it (None for int and bool arguments), the Hessian of `f` with respect to
     all its float arguments applied to the direction `tangents`. After the first call for `f`,
     a look-up and one call of the compiled `hvp_f(primals, tangents)` (`api_calls.py`)."""
-    disp = api_entry(f, _HVP)
-    if disp is None or type(primals) is not tuple or type(tangents) is not tuple:
-        primals, _ = checked_primals_and_tangents(f, primals, tangents, "hvp")
-        return _hvp_dispatcher(f, False)(primals, tuple(tangents))
-    try:
-        return disp(primals, tangents)
-    except Exception:
-        explain_bad_call(f, primals, tangents, "hvp")
-        raise
+    return compiled_call(f, "hvp", _HVP, _plain_hvp_dispatcher, primals, tangents)
 
 
 _HVP = ("hvp", False)
+
+
+def _plain_hvp_dispatcher(f):
+    return _hvp_dispatcher(f, False)
 
 
 def _hvp_dispatcher(f, strong_zeros: bool):

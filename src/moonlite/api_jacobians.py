@@ -18,7 +18,7 @@ import numpy as np
 from .api import ArgumentError, _check_njit, compile_lock
 from .api_drivers import (api_dispatcher, c_order_index, contiguous, driver_function, njit_driver,
                           rule_arguments, spelled_shape)
-from .api_reverse import plain_argnums, reverse_rule
+from .api_reverse import check_argnums_form, plain_argnums, reverse_rule
 from .driver import api_cached, api_entry, derived_forward_rule
 from .ir.types import ArrayType, BoolType, FloatType, IntType, from_numba
 
@@ -44,10 +44,7 @@ def _jacobian(f, argnums, api: str, strong_zeros: bool = False):
         if known is not None:
             return known
     _check_njit(f, api)
-    for n in argnums if isinstance(argnums, tuple) else (argnums,):
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise ArgumentError(f"{api}({f.py_func.__qualname__}): argnums must be an int or a "
-                                f"tuple of ints, got {n!r}")
+    check_argnums_form(f, argnums, api)
     names = list(inspect.signature(f.py_func).parameters)
 
     def derive(argtypes: tuple):
@@ -125,7 +122,7 @@ def _forward_driver(f, argtypes, types, nums, qualname, strong_zeros, as_tuple):
         out = _checked_output(rule.ir, f"jacfwd({qualname})")
         rules.append(rule)
         # a forward rule computes what it writes only when asked (driver._precise_written)
-        mine = frozenset(rule.written() if callable(rule.written) else rule.written)
+        mine = frozenset(rule.written())
         written |= mine
         namespace.update({f"rule{k}": rule, f"DT{k}": _dtype(out), f"DX{k}": _dtype(x),
                           f"ONE{k}": _dtype(x)(1.0)})

@@ -58,6 +58,14 @@ def plain_argnums(argnums) -> bool:
                                     and all(type(n) is int for n in argnums))
 
 
+def check_argnums_form(f, argnums, api: str) -> None:
+    """ArgumentError unless `argnums` is an int or a tuple of ints (bools refused)."""
+    for n in argnums if isinstance(argnums, tuple) else (argnums,):
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise ArgumentError(f"{api}({f.py_func.__qualname__}): argnums must be an int or a "
+                                f"tuple of ints, got {n!r}")
+
+
 def build_rrule(f, *args):
     """The derived reverse rule of `f` for the types of `args`: a compiled callable
     `rule(*args, dout) -> (out, grads)` whose `.ir` is its moonlite IR (forward sweep and
@@ -96,11 +104,7 @@ def refuse_complex(f, argtypes: tuple, fn) -> None:
 def _gradient_dispatcher(f, argnums, with_value: bool, strong_zeros: bool = False):
     api = "value_and_grad" if with_value else "grad"
     _check_njit(f, api)
-    nums = argnums if isinstance(argnums, tuple) else (argnums,)
-    for n in nums:
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise ArgumentError(f"{api}({f.py_func.__qualname__}): argnums must be an int or a "
-                                f"tuple of ints, got {n!r}")
+    check_argnums_form(f, argnums, api)
     names = list(inspect.signature(f.py_func).parameters)
 
     def derive(argtypes: tuple):

@@ -3,7 +3,7 @@
 A `DerivedDispatcher` with a `DiskCache` (numba's own hook: `Dispatcher.compile` asks its
 `_cache` before compiling and gives it what it compiled) loads the machine code of a signature
 from a file instead of deriving, typing and compiling it. One file per entry, named by the
-SHA-256 of its key; the key (computed by `cache_key.py`) covers everything that changes the
+SHA-256 of its key; the key (computed by `fingerprint.py`) covers everything that changes the
 code, and is stored in the file too and compared on load. Writes go to a temporary file renamed
 into place, so two processes writing one entry leave one whole file; a file that cannot be read
 back (truncated, corrupted, from another numba) is reported once and compiled again; a
