@@ -31,6 +31,7 @@ from .cache import attach_disk_cache
 from .capture import capture_types
 from .driver import PASS_CONTEXT
 from .ir import Builder
+from .ir.cached_calls import DRIVER_NAMES
 from .ir.types import from_numba
 from .lower import DerivedDispatcher
 from .lower.dispatcher import calls_typed_from_ir
@@ -50,8 +51,10 @@ def api_dispatcher(f, api: str, argnames: list, derive, options: tuple, recipe: 
 
 
 def njit_driver(name: str, source: str, namespace: dict):
-    """The njit function `name` defined by `source`, which sees `np` and `namespace`."""
-    scope = {"np": np, **namespace}
+    """The njit function `name` defined by `source`, which sees `np`, `namespace` and the
+    cached `zeros` and `ascontiguousarray` (numba compiles `np.zeros` in every process that
+    types a call of it: 0.3 s of a Hessian's first call; ir/cached_calls.py)."""
+    scope = {"np": np, **DRIVER_NAMES, **namespace}
     exec(compile(source, f"<moonlite {name}>", "exec"), scope)
     return nb.njit(scope[name])
 
@@ -98,7 +101,7 @@ def rule_arguments(argtypes: tuple, copied=frozenset()) -> tuple:
         if i in copied:
             names.append(f"c{i}")
         elif isinstance(t, nb.types.Array) and t.layout != "C":
-            prelude += f"    q{i} = np.ascontiguousarray(a{i})\n"
+            prelude += f"    q{i} = ascontiguousarray(a{i})\n"
             names.append(f"q{i}")
         else:
             names.append(f"a{i}")

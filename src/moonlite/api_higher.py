@@ -164,18 +164,18 @@ def _driver(rule, argtypes: tuple, argnum: int, width: int, one, seed, ndim: int
         body = (f"{prelude}    res = rule({call}, ONE, SEED)\n"
                 f"    return res[1][1][{argnum}]\n")
     else:
-        seeds = "".join(f"        s{j} = np.zeros(x.shape, x.dtype)\n"
+        seeds = "".join(f"        s{j} = zeros(x.shape, x.dtype)\n"
                         f"        if start + {j} < n:\n"
                         f"            s{j}[{c_order_index(f'start + {j}', 'x', ndim)}] = 1\n"
                         for j in range(width))
         columns = "".join(f"        if start + {j} < n:\n"
-                          f"            g = np.ascontiguousarray(res[{1 + j}][1][{argnum}])"
+                          f"            g = ascontiguousarray(res[{1 + j}][1][{argnum}])"
                           f".reshape(-1)\n"
                           f"            for r in range(n):\n"
                           f"                H[r, start + {j}] = g[r]\n" for j in range(width))
         body = (f"{prelude}    x = a{argnum}\n"
                 f"    n = x.size\n"
-                f"    H = np.zeros((n, n), x.dtype)\n"
+                f"    H = zeros((n, n), x.dtype)\n"
                 f"    for start in range(0, n, {width}):\n"
                 f"{seeds}"
                 f"        res = rule({call}, ONE, {', '.join(f's{j}' for j in range(width))})\n"

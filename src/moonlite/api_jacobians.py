@@ -138,10 +138,10 @@ def _forward_block(k: int, n: int, x, out, width: int, call: str, copies: str) -
     if isinstance(x, FloatType):  # one direction: the column is the output's tangent
         copies = copies.replace("        ", "    ")  # no loop: one indent less
         res = f"    res = rule{k}({call}, ONE{k})\n"
-        take = "res[1]" if isinstance(out, FloatType) else "np.ascontiguousarray(res[1]).copy()"
+        take = "res[1]" if isinstance(out, FloatType) else "ascontiguousarray(res[1]).copy()"
         return copies + res + f"    J{k} = {take}\n"
     nx, no = _ndim(x), _ndim(out)
-    seeds = "".join(f"        s{j} = np.zeros(x{k}.shape, DX{k})\n"
+    seeds = "".join(f"        s{j} = zeros(x{k}.shape, DX{k})\n"
                     f"        if start + {j} < n{k}:\n"
                     f"            s{j}[{c_order_index(f'start + {j}', f's{j}', nx)}] = 1\n"
                     for j in range(width))
@@ -149,19 +149,19 @@ def _forward_block(k: int, n: int, x, out, width: int, call: str, copies: str) -
     if isinstance(out, FloatType):
         fill = "".join(f"        if start + {j} < n{k}:\n"
                        f"            J{k}[start + {j}] = res[{1 + j}]\n" for j in range(width))
-        return (f"    x{k} = a{n}\n    n{k} = x{k}.size\n    J{k} = np.zeros(n{k}, DT{k})\n"
+        return (f"    x{k} = a{n}\n    n{k} = x{k}.size\n    J{k} = zeros(n{k}, DT{k})\n"
                 f"    for start in range(0, n{k}, {width}):\n{copies}{seeds}{call_line}{fill}"
                 f"    J{k} = J{k}.reshape({spelled_shape((f'x{k}.shape', nx))})\n")
     fill = "".join(f"        if start + {j} < n{k}:\n"
-                   f"            g = np.ascontiguousarray(res[{1 + j}]).reshape(-1)\n"
+                   f"            g = ascontiguousarray(res[{1 + j}]).reshape(-1)\n"
                    f"            for r in range(m{k}):\n"
                    f"                J{k}[r, start + {j}] = g[r]\n" for j in range(width))
     first = (f"        if start == 0:  # the output's shape, known from the first evaluation\n"
              f"            shape{k} = res[0].shape\n"
              f"            m{k} = res[0].size\n"
-             f"            J{k} = np.zeros((m{k}, n{k}), DT{k})\n")
+             f"            J{k} = zeros((m{k}, n{k}), DT{k})\n")
     return (f"    x{k} = a{n}\n    n{k} = x{k}.size\n    m{k} = 0\n"
-            f"    shape{k} = ({'0, ' * no})\n    J{k} = np.zeros((0, 0), DT{k})\n"
+            f"    shape{k} = ({'0, ' * no})\n    J{k} = zeros((0, 0), DT{k})\n"
             f"    for start in range(0, n{k}, {width}):\n{copies}{seeds}{call_line}{first}{fill}"
             f"    J{k} = J{k}.reshape({spelled_shape((f'shape{k}', no), (f'x{k}.shape', nx))})\n")
 
@@ -196,16 +196,16 @@ def _reverse_driver(f, argtypes, types, nums, qualname, strong_zeros, as_tuple):
         body += f"    o = F({primal_args})\n    m = o.size\n"
         for k, n in enumerate(nums):
             size = "1" if isinstance(types[n], FloatType) else f"a{n}.size"
-            body += f"    J{k} = np.zeros((m, {size}), DT)\n"
+            body += f"    J{k} = zeros((m, {size}), DT)\n"
         body += (f"    for r in range(m):\n{_copies(written, '        ')}"
-                 f"        seed = np.zeros(o.shape, DT)\n"
+                 f"        seed = zeros(o.shape, DT)\n"
                  f"        seed[{c_order_index('r', 'seed', no)}] = 1\n"
                  f"        res = rule({call}, seed)\n")
         for k, n in enumerate(nums):
             if isinstance(types[n], FloatType):
                 body += f"        J{k}[r, 0] = res[1][{n}]\n"
             else:
-                body += (f"        g = np.ascontiguousarray(res[1][{n}]).reshape(-1)\n"
+                body += (f"        g = ascontiguousarray(res[1][{n}]).reshape(-1)\n"
                          f"        for c in range(a{n}.size):\n"
                          f"            J{k}[r, c] = g[c]\n")
         for k, n in enumerate(nums):

@@ -59,8 +59,9 @@ def run_capture_pipeline(dispatcher, argtypes: tuple) -> TypedIR:
     """Type `dispatcher.py_func` for numba argument types `argtypes` (defaults already folded)."""
     compiler = dispatcher._compiler
     flags = nb.Flags()
-    compiler.targetdescr.options.parse_as_flags(flags, compiler.targetoptions)
-    flags = compiler._customize_flags(flags)
+    with nb.outside_enclosing_compile():  # the flags a call of the kernel from Python gets
+        compiler.targetdescr.options.parse_as_flags(flags, compiler.targetoptions)
+        flags = compiler._customize_flags(flags)
     try:
         nb.compiler.compile_extra(
             compiler.targetdescr.typing_context, compiler.targetdescr.target_context,

@@ -12,6 +12,7 @@ import operator
 
 from .. import _numba
 from ..errors import MoonliteError
+from .cached_calls import wrapper_for
 from .types import Type, from_numba
 
 _refreshed = False
@@ -54,6 +55,7 @@ def call_result_type(pyfunc, argtypes, kwtypes=None) -> Type:
     """The type numba gives `pyfunc(*args, **kws)` (pyfunc: operator, math/numpy function, ...)."""
     ctx = _context()
     name = getattr(pyfunc, "__name__", repr(pyfunc))
+    pyfunc = wrapper_for(pyfunc, len(argtypes), bool(kwtypes))  # typed as it will be lowered
     try:
         fnty = pyfunc if pyfunc in _OPERATORS else ctx.resolve_value_type(pyfunc)
     except Exception as exc:  # numba raises ValueError for objects it cannot type

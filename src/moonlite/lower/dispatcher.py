@@ -23,10 +23,12 @@ from ..timing import phase
 from .emit import NumbaEmitter
 
 
-# Every moonlite-compiled function uses numba's "numpy" error model: derivative arithmetic gives
-# inf or nan at a singular point (d sqrt(x) at 0) instead of raising ZeroDivisionError. The
-# primal's own divisions keep their behaviour: the importer marks them `checked`.
-DERIVED_OPTIONS = {"nopython": True, "error_model": "numpy"}
+# Every moonlite-compiled function uses numba's default "python" error model, as the user's
+# kernels do: numba compiles its numpy implementations once per set of flags, and derived code
+# with the primal's flags reuses the primal's. The primal's own scalar divisions (`checked`)
+# raise ZeroDivisionError as in the kernel; the emitter makes every other scalar division give
+# inf or nan (d sqrt(x) at 0), see lower/helpers.py.
+DERIVED_OPTIONS = {"nopython": True, "error_model": "python"}
 
 
 @nb.register_pass(mutates_CFG=True, analysis_only=False)

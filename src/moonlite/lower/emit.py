@@ -17,11 +17,12 @@ import numpy as np
 from .. import _numba as nb
 from ..errors import LoweringError
 from ..ir import ops
+from ..ir.cached_calls import wrapper_for
 from ..ir.cfg import Dominators, natural_loops, reverse_post_order
 from ..ir.core import Argument, Function, Value
 from ..ir.types import ArrayType, BoolType, FloatType, IntType
 from . import tapes
-from .helpers import CHECKED_BINOPS, select_impl
+from .helpers import QUIET_BINOPS, select_impl
 
 ir = nb.ir
 
@@ -32,6 +33,21 @@ _INPLACE = {operator.add: operator.iadd, operator.sub: operator.isub,
             operator.and_: operator.iand, operator.or_: operator.ior,
             operator.xor: operator.ixor, operator.lshift: operator.ilshift,
             operator.rshift: operator.irshift}
+
+
+def _quiet_division(op: ops.BinaryOp) -> bool:
+    """An unchecked scalar op that the "python" error model would make raise on a zero: true
+    division, floor division and modulo; a power with an integer exponent (`1 / x**n` inside),
+    unless the exponent is a constant >= 0 (left to numba, which unrolls `x ** 2`)."""
+    if op.checked or not op.CAN_DIVIDE_BY_ZERO or not op.lhs.type.is_scalar \
+            or not op.rhs.type.is_scalar:
+        return False
+    if isinstance(op, ops.Pow):
+        exponent = getattr(op.rhs, "op", None)
+        if not isinstance(op.rhs.type, IntType):
+            return False
+        return not (isinstance(exponent, ops.Constant) and exponent.value >= 0)
+    return True
 
 
 def _needs_typed_constant(t) -> bool:
@@ -210,9 +226,13 @@ class NumbaEmitter:
         pass  # only phi edges read undefined values, and those copies are skipped
 
     def on_binary(self, op: ops.BinaryOp, loc) -> None:
-        if op.checked:  # raises ZeroDivisionError like the primal (dispatcher.DERIVED_OPTIONS)
-            self._call(op.result, CHECKED_BINOPS[op.PYFUNC], [self.var(op.lhs), self.var(op.rhs)],
+        if _quiet_division(op):  # inf or nan where the derived code's error model would raise
+            self._call(op.result, QUIET_BINOPS[op.PYFUNC], [self.var(op.lhs), self.var(op.rhs)],
                        (), loc)
+            return
+        wrapper = wrapper_for(op.PYFUNC, 2, False)
+        if wrapper is not op.PYFUNC:  # `@`, compiled once (ir/cached_calls.py)
+            self._call(op.result, wrapper, [self.var(op.lhs), self.var(op.rhs)], (), loc)
             return
         expr = ir.Expr.binop(op.PYFUNC, self.var(op.lhs), self.var(op.rhs), loc)
         self.define(op.result, expr, loc)
@@ -240,6 +260,7 @@ class NumbaEmitter:
         self._call(op.result, op.callee, args, kws, loc)
 
     def _call(self, result, callee, args, kws, loc) -> None:
+        callee = wrapper_for(callee, len(args), bool(kws))  # compiled once (ir/cached_calls)
         func = self.global_var(callee, loc, getattr(callee, "__name__", "fn"))
         expr = ir.Expr.call(func, args, kws, loc)
         if result is None:
