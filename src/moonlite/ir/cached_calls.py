@@ -2,13 +2,16 @@
 
 numba compiles its implementation of a numpy function in every process, per argument types and
 caller flags, and typing a call compiles it: `np.zeros_like` 0.1-0.14 s (every gradient
-allocates shadows with it), `np.outer` 1.3 s (the adjoint of a matrix-vector product), `@` 0.2 s for each pair of
-layouts. IR keeps
-the numpy function (rules and analyses know it by identity); the typing of a call
-(`ir/typing.py`) and its lowering (`lower/emit.py`) use the wrapper, compiled with
-`cache=True`: numba loads it from its cache after the first process, with its bitcode, so LLVM
-still inlines it. Same arguments, same result type. The generated drivers of `hessian`,
-`jacfwd`, ... call them by name (`DRIVER_NAMES`): numba types a driver before moonlite does.
+allocates shadows with it), `np.outer` 1.3 s (the adjoint of a matrix-vector product), `@`
+0.2 s for each pair of layouts. IR keeps the numpy function (rules and analyses know it by
+identity); the typing of a call (`ir/typing.py`) and its lowering (`lower/emit.py`) use the
+wrapper, compiled with `cache=True`: numba loads it from its cache after the first process,
+with its bitcode, so LLVM still inlines it. Same arguments, same result type. The generated
+drivers of `hessian`, `jacfwd`, ... call them by name (`DRIVER_NAMES`): numba types a driver
+before moonlite does.
+
+The wrappers are written out one by one: numba's disk cache finds a function by its source file
+and line, so wrappers made in a loop would share one cache entry.
 """
 
 from __future__ import annotations

@@ -37,17 +37,18 @@ _INPLACE = {operator.add: operator.iadd, operator.sub: operator.isub,
 
 def _quiet_division(op: ops.BinaryOp) -> bool:
     """An unchecked scalar op that the "python" error model would make raise on a zero: true
-    division, floor division and modulo; a power with an integer exponent (`1 / x**n` inside),
-    unless the exponent is a constant >= 0 (left to numba, which unrolls `x ** 2`)."""
+    division, floor division and modulo; a power with an integer exponent (`0 ** -1` of ints
+    raises there), unless the exponent is a constant >= 0 (left to numba, which unrolls
+    `x ** 2`). A float power never raises: numba calls `llvm.pow`."""
     if op.checked or not op.CAN_DIVIDE_BY_ZERO or not op.lhs.type.is_scalar \
             or not op.rhs.type.is_scalar:
         return False
-    if isinstance(op, ops.Pow):
-        exponent = getattr(op.rhs, "op", None)
-        if not isinstance(op.rhs.type, IntType):
-            return False
-        return not (isinstance(exponent, ops.Constant) and exponent.value >= 0)
-    return True
+    if not isinstance(op, ops.Pow):
+        return True
+    if not isinstance(op.rhs.type, IntType):
+        return False
+    exponent = getattr(op.rhs, "op", None)
+    return not (isinstance(exponent, ops.Constant) and exponent.value >= 0)
 
 
 def _needs_typed_constant(t) -> bool:

@@ -41,4 +41,3 @@ def quiet_pow(a, b):
 
 QUIET_BINOPS = {operator.truediv: quiet_truediv, operator.floordiv: quiet_floordiv,
                 operator.mod: quiet_mod, operator.pow: quiet_pow}
-
