@@ -7,6 +7,8 @@ mode over a reverse rule (Hessians) differentiates them like any other njit call
 """
 
 from ... import _numba as nb
+from ...ir.types import ArrayType
+from ...rules.define import defrule, positional_only
 import numpy as np
 
 
@@ -106,6 +108,27 @@ def same_size_or_raise(g, like):
 
 
 SUM_TO_SHAPE = {1: sum_to_shape_1d, 2: sum_to_shape_2d, 3: sum_to_shape_3d}
+
+
+def _linear_in_the_adjoint(helper):
+    """Forward rule of `helper(g, like)`: linear in g, and `like` gives only a shape, so the
+    tangent is `helper(dg, like)`. Registered because forward mode over a gradient (Hessians)
+    would otherwise capture the helper and compile a derived rule of it in every process
+    (0.3 s of least squares' Hessian). The result may be g itself (or dg): the reverse pass
+    only adds it into a shadow, never writes into it."""
+
+    def rule(b, primals, tangents, kwargs):
+        positional_only(kwargs, primals, 2)
+        dg = tangents[0]
+        if dg is None:
+            return None
+        return b.call(helper, [dg, primals[1]], type=ArrayType(dg.type.dtype, dg.type.ndim, "C"))
+
+    return rule
+
+
+for _helper in (*SUM_TO_SHAPE.values(), same_size_or_raise):
+    defrule(_helper, _linear_in_the_adjoint(_helper))
 
 
 # --- tapes crossing between the sweep and the pullback of a vjp (split.py) ------------
