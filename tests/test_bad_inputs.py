@@ -68,6 +68,13 @@ def string_argument(x, mode):
 
 
 @njit
+def string_ordering(x, mode):
+    if mode < "m":  # strings are compared for equality only
+        return x * x
+    return x
+
+
+@njit
 def string_inside(x):
     s = "abc"
     return x * len(s)
@@ -284,8 +291,8 @@ REFUSED = [
     ("recursion_called_from_a_kernel", calls_recursive, (1.5,),
      "recursive functions in reverse mode", "rewrite the recursion as a loop", None,
      ("grad", "vjp", "hessian")),
-    ("string_argument", string_argument, (1.5, "square"), "operations on strings",
-     "pass a number (an int flag) instead of a string", 'if mode == "square":', ENTRY_POINTS),
+    ("string_ordering", string_ordering, (1.5, "square"), "operations on strings",
+     "pass a number (an int flag) instead of a string", 'if mode < "m":', ENTRY_POINTS),
     ("typed_list_argument", typed_list_argument, (1.5, _typed_list()),
      "numba typed containers", "pass a numpy array", None, ENTRY_POINTS),
     ("typed_dict_argument", typed_dict_argument, (1.5, _typed_dict()),
@@ -364,6 +371,9 @@ CORRECT = [
     ("prange_writes", prange_writes, (A,)),
     # a string constant whose length is used: no string reaches an operator moonlite refuses
     ("string_constant_len", string_inside, (1.5,)),
+    # a string compared for equality (configuration): a flag, taken either way (issue #20)
+    ("string_argument_equal", string_argument, (1.5, "square")),
+    ("string_argument_other", string_argument, (1.5, "other")),
     # reading a global array is fine (numba freezes it as a constant)
     ("global_array_read", reads_global, (A,)),
 ]
@@ -624,10 +634,10 @@ def test_int_primal_in_jvp_has_no_tangent():
     assert out == 8 and dout is None
 
 
-def test_string_argument_that_is_only_passed_along_is_refused_before_running():
+def test_string_ordering_is_refused_before_running():
     # even when the branch on the string is not taken, no wrong number: the kernel is refused
     with pytest.raises(UnsupportedError, match="operations on strings"):
-        moonlite.grad(string_argument)(1.5, "other")
+        moonlite.grad(string_ordering)(1.5, "z")
 
 
 def test_capture_refuses_typed_containers_too():

@@ -28,12 +28,18 @@ def _kind(value) -> str:
         return "float"
     if isinstance(value, np.ndarray):
         return "array" if np.issubdtype(value.dtype, np.floating) else "none"
-    if isinstance(value, tuple):
+    if isinstance(value, tuple) and not _is_namedtuple(value):
         return "tuple" if any(_kind(v) != "none" for v in value) else "none"
     if isinstance(value, complex) or (isinstance(value, np.ndarray)
                                       and np.issubdtype(value.dtype, np.complexfloating)):
         return "complex"
     return "none"
+
+
+def _is_namedtuple(value) -> bool:
+    """Namedtuples carry no tangent (yet): numba types them apart from tuples, and moonlite's IR
+    keeps them opaque, so the checks here must agree (a tuple tangent for one is refused)."""
+    return hasattr(type(value), "_fields")
 
 
 def value_key(f, value):
@@ -45,8 +51,8 @@ def value_key(f, value):
                 flags.writeable, flags.aligned)
     if isinstance(value, (float, np.floating, np.integer, np.bool_, bool)) or value is None:
         return type(value)
-    if isinstance(value, tuple):
-        return tuple(value_key(f, v) for v in value)
+    if isinstance(value, tuple):  # (a namedtuple's class is part of its numba type)
+        return (type(value), tuple(value_key(f, v) for v in value))
     return f.typeof_pyval(value)  # e.g. a Python int: int64 or uint64 by its size
 
 

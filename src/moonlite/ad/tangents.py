@@ -85,7 +85,7 @@ def _may_hold_float(t) -> bool:
     if isinstance(t, nb.types.BaseTuple):
         return any(_may_hold_float(e) for e in t.types)
     if isinstance(t, nb.types.Record):
-        return any(_may_hold_float(ft) for ft, _ in t.fields.values())
+        return any(_may_hold_float(field.type) for field in t.fields.values())
     return True  # a container, an instance, an iterator, or a type moonlite does not know
 
 

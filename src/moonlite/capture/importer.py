@@ -12,6 +12,7 @@ would do become explicit `Cast`s; tuple unpacking reads the tuple directly; rais
 from __future__ import annotations
 
 import linecache
+import operator
 
 import numpy as np
 
@@ -24,10 +25,10 @@ from ..ir.cleanup import remove_dead_code
 from ..ir.verifier import _Problems, _check_schema
 from ..ir.core import Block, Function, Value
 from ..ir.types import (ArrayType, BoolType, FloatType, IntType, OpaqueType, TupleType,
-                        from_numba, none)
+                        from_numba, int64, none)
 from . import rewrites
 from . import statics as st
-from .iterators import CountedLoop, NotIterable, counted_loop
+from .iterators import CountedLoop, NotIterable, check_unpack_length, counted_loop
 from .pipeline import TypedIR
 
 ir = nb.ir
@@ -75,9 +76,17 @@ class Importer:
         return fn
 
     def _new_function(self) -> Builder:
+        """The function's parameters: numba's, less omitted defaults, with a `*args` tuple
+        spread into one parameter per entry. numba folds the values a call passes for `*args`
+        into one tuple argument, but calls pass them one by one; spread, the parameters match
+        the call sites (for inlining, derived rules and numba alike), and the body gets the
+        tuple back from them (`on_arg`)."""
         names, types_ = [], []
-        for i, (name, t) in enumerate(zip(self.fir.arg_names, self.typed.argtypes)):
-            if not isinstance(t, nbt.Omitted):
+        for name, t in zip(self.fir.arg_names, self.typed.argtypes):
+            if _is_star_args(t):
+                names.extend(f"{name}_{k}" for k in range(len(t.types)))
+                types_.extend(from_numba(e) for e in t.types)
+            elif not isinstance(t, nbt.Omitted):
                 names.append(name)
                 types_.append(from_numba(t))
         loc = self._loc(self.fir.loc)
@@ -87,7 +96,10 @@ class Importer:
         self._arg_values = {}
         it = iter(b.function.args)
         for i, t in enumerate(self.typed.argtypes):
-            self._arg_values[i] = t if isinstance(t, nbt.Omitted) else next(it)
+            if _is_star_args(t):
+                self._arg_values[i] = _StarArgs([next(it) for _ in t.types])
+            else:
+                self._arg_values[i] = t if isinstance(t, nbt.Omitted) else next(it)
         return b
 
     def _ensure_entry_has_no_predecessors(self, entry_label) -> None:
@@ -178,6 +190,12 @@ class Importer:
             return bound.value
         if isinstance(bound, st.StaticObject):
             return self.b.global_ref(bound.obj, from_numba(self.typemap[var.name]))
+        if isinstance(bound, st.FlatIterator):
+            return self.b.getattr(bound.array, "flat", bound.type)
+        if isinstance(bound, st.ListLiteral):
+            self.unsupported("a list literal used other than read (np.array([...]), "
+                             "np.asarray, sum, len, min, max, a constant index, a for loop)",
+                             "make it a tuple, or fill a numpy array")
         self.unsupported(f"using {type(bound).__name__} {var.name!r} as a value",
                          "keep ranges, iterators and exceptions inside their for/raise "
                          "statements")
@@ -276,6 +294,8 @@ class Importer:
         bound = self._arg_values[value.index]
         if isinstance(bound, nbt.Omitted):
             return self._const_value(bound.value)
+        if isinstance(bound, _StarArgs):
+            return self.b.build_tuple(bound.values)
         return bound
 
     def on_var(self, value, target):
@@ -309,6 +329,18 @@ class Importer:
     # --- expressions -----------------------------------------------------------------------------
 
     def ex_binop(self, expr, target):
+        if expr.fn in (operator.eq, operator.ne) and all(
+                _is_string(self.type_of(v)) for v in (expr.lhs, expr.rhs)):
+            # a string compared (`method == "euler"`): a call of the operator, a flag without
+            # derivatives (IR comparisons take numbers); numba compares the strings at run time
+            return self.b.call(expr.fn, [self.value(expr.lhs), self.value(expr.rhs)], None,
+                               BoolType())
+        if expr.fn is operator.add and all(isinstance(self.type_of(v), TupleType)
+                                           for v in (expr.lhs, expr.rhs)):
+            # tuples joined (also how Python passes `f(a, *t)`): one tuple of all entries
+            lhs, rhs = self.value(expr.lhs), self.value(expr.rhs)
+            return self.b.build_tuple([self.b.tuple_getitem(t, k) for t in (lhs, rhs)
+                                       for k in range(len(t.type))])
         cls = ops.BINARY_OP_BY_PYFUNC.get(expr.fn)
         if cls is None:
             self.unsupported(f"the operator {expr.fn}", "rewrite it with supported arithmetic")
@@ -363,13 +395,33 @@ class Importer:
             return st.StaticObject(attr)
         if isinstance(t, nbt.BoundFunction):
             return st.BoundMethod(self.value(expr.value), expr.attr)
+        if expr.attr == "flat" and isinstance(t, nbt.NumpyFlatType):
+            return st.FlatIterator(self.value(expr.value), from_numba(t))
         return self.b.getattr(self.value(expr.value), expr.attr, from_numba(t))
 
     def ex_getitem(self, expr, target):
+        base = self.lookup(expr.value)
+        if isinstance(base, st.ListLiteral):
+            index = self.value(expr.index)
+            if ops.constant_value(index) is None and index.type.is_integer:
+                # read as the tuple of its items (runtime index: entries must share a type)
+                return self._getitem(self._list_as_tuple(base), index, target)
+            return self._list_entry(base, ops.constant_value(index))
         return self._getitem(self.value(expr.value), self.value(expr.index), target)
+
+    def _list_entry(self, literal: st.ListLiteral, index):
+        if not isinstance(index, int) or not -len(literal.items) <= index < len(literal.items):
+            self.unsupported(f"indexing a list literal of {len(literal.items)} entries with "
+                             f"{index!r}", "index it with an integer in range")
+        return literal.items[index]
 
     def ex_static_getitem(self, expr, target):
         base = self.lookup(expr.value)
+        if isinstance(base, st.ListLiteral):
+            return self._list_entry(base, expr.index)
+        if isinstance(expr.index, str) and isinstance(base, Value) and _is_record(base.type):
+            # r['a'] is r.a (a field read; records carry no derivatives, see tangents.py)
+            return self.b.getattr(base, expr.index, self.type_of(target))
         if isinstance(base, Value) and isinstance(base.type, TupleType) \
                 and isinstance(expr.index, int):
             return self.b.tuple_getitem(base, expr.index)
@@ -387,16 +439,42 @@ class Importer:
     def ex_build_tuple(self, expr, target):
         return self.b.build_tuple([self.value(v) for v in expr.items])
 
+    def ex_build_list(self, expr, target):
+        element = self.typemap[target.name].dtype
+        items = []
+        for var in expr.items:
+            bound = self.lookup(var)
+            items.append(bound if isinstance(bound, st.ListLiteral)
+                         else self._coerce(self.value(var), from_numba(element)))
+        return st.ListLiteral(items)
+
+    def _list_as_tuple(self, literal: st.ListLiteral) -> Value:
+        return self.b.build_tuple([self._list_as_tuple(item) if isinstance(item, st.ListLiteral)
+                                   else item for item in literal.items])
+
     def ex_exhaust_iter(self, expr, target):
-        value = self.value(expr.value)
+        bound = self.lookup(expr.value)
+        value = (self._list_as_tuple(bound) if isinstance(bound, st.ListLiteral)
+                 else self.value(expr.value))
+        if isinstance(value.type, ArrayType) and value.type.ndim > 0:
+            return self._unpack_array(value, expr.count, target)
         if not isinstance(value.type, TupleType):
             self.unsupported(f"unpacking a value of type {value.type}",
-                             "unpack tuples only (index arrays explicitly)")
+                             "unpack tuples and arrays only")
         return value
 
+    def _unpack_array(self, value: Value, count: int, target) -> Value:
+        """`a, b = x` for an array x: its length checked (numba raises ValueError too), then a
+        tuple of x[0], x[1], ... (entries, or rows of a 2-D array), read as any getitem."""
+        self.b.call(check_unpack_length, [self.b.call(len, [value], type=int64),
+                                          self.b.const(count, int64)])
+        rows = self.type_of(target).elements
+        return self.b.build_tuple([self.b.getitem(value, self.b.const(k, int64), rows[k])
+                                   for k in range(count)])
+
     def ex_call(self, expr, target):
-        if expr.vararg is not None or expr.varkwarg is not None:
-            self.unsupported("calls with *args or **kwargs", "pass arguments explicitly")
+        if expr.varkwarg is not None:
+            self.unsupported("calls with **kwargs", "pass the keyword arguments explicitly")
         callee = self.lookup(expr.func)
         if isinstance(callee, st.BoundMethod):
             return self._method_call(callee, expr, target)
@@ -407,6 +485,10 @@ class Importer:
 
     def _call(self, fn, expr, target):
         special = _SPECIAL_CALLS.get(fn) if _hashable(fn) else None
+        if expr.vararg is not None and (special is not None or isinstance(fn, type)
+                                        or isinstance(fn, nbt.NumberClass)):
+            self.unsupported(f"spreading a tuple with * into {getattr(fn, '__name__', fn)}()",
+                             "pass the entries explicitly")
         if special is not None:
             return special(self, expr, target)
         if type(fn).__name__ in ("ObjModeLiftedWith", "LiftedWith", "LiftedLoop"):
@@ -421,7 +503,7 @@ class Importer:
         if isinstance(fn, nb.Dispatcher) and not nb.is_njit_dispatcher(fn):
             self.unsupported("object-mode code (a call into a function compiled without "
                              "nopython)", "make the callee @njit")
-        args = [self.value(a) for a in expr.args]
+        args = self._positional(expr)
         kws = {name: self.value(v) for name, v in expr.kws}
         if kws and nb.is_njit_dispatcher(fn):
             folded = rewrites.fold_keywords(fn, args, kws, self._const_value)
@@ -438,11 +520,44 @@ class Importer:
         return self.b.call(fn, args, kws, result_type)
 
     def _method_call(self, method: st.BoundMethod, expr, target):
-        args = [self.value(a) for a in expr.args]
+        args = self._positional(expr)
         kws = {name: self.value(v) for name, v in expr.kws}
         if rewrites.rewrite_method(self.b, method.name, method.receiver, args, kws):
             return self.b.const(None, none)
         return self.b.method_call(method.name, method.receiver, args, kws, self.type_of(target))
+
+    def _positional(self, expr) -> list:
+        """A call's positional arguments, with a `*t` spread (`f(a, *t)`: t a tuple)."""
+        if self._spreads_a_list(expr):  # min([a, b]) is min(a, b)
+            return list(self.lookup(expr.args[0]).items)
+        args = [self._argument(expr, a) for a in expr.args]
+        if expr.vararg is None:
+            return args
+        spread = self.value(expr.vararg)
+        if not isinstance(spread.type, TupleType):
+            self.unsupported(f"a call spreading a {spread.type} with *", "spread a tuple, or "
+                             "pass the entries explicitly")
+        return args + [self.b.tuple_getitem(spread, k) for k in range(len(spread.type))]
+
+    def _spreads_a_list(self, expr) -> bool:
+        if len(expr.args) != 1 or expr.kws or expr.vararg is not None:
+            return False
+        callee, bound = self.lookup(expr.func), self.lookup(expr.args[0])
+        return (isinstance(callee, st.StaticObject) and (callee.obj is min or callee.obj is max)
+                and isinstance(bound, st.ListLiteral) and len(bound.items) >= 2
+                and all(isinstance(i, Value) and i.type.is_scalar for i in bound.items))
+
+    def _argument(self, expr, var) -> Value:
+        """A call's argument; a list literal as the tuple of its items where the callee treats
+        the two alike."""
+        bound = self.lookup(var)
+        if not isinstance(bound, st.ListLiteral):
+            return self.value(var)
+        callee = self.lookup(expr.func)
+        if not (isinstance(callee, st.StaticObject)
+                and any(callee.obj is f for f in _READS_A_LIST_AS_A_TUPLE)):
+            self.value(var)  # refused, naming the construct
+        return self._list_as_tuple(bound)
 
     def _cast_call(self, expr, target):
         t = self.type_of(target)
@@ -463,12 +578,21 @@ class Importer:
         return st.RangeArgs(*args)
 
     def call_zip(self, expr, target):
-        return st.ZipArgs([self.lookup(a) for a in expr.args])
+        return st.ZipArgs([self._iterable(self.lookup(a)) for a in expr.args])
 
     def call_enumerate(self, expr, target):
         if len(expr.args) != 1 or expr.kws:
             self.unsupported("enumerate() with a start value", "add the offset to the index")
-        return st.EnumerateArgs(self.lookup(expr.args[0]))
+        return st.EnumerateArgs(self._iterable(self.lookup(expr.args[0])))
+
+    def _iterable(self, bound):
+        """What a for loop walks: a list literal as the tuple of its items, `a.flat` as
+        `np.ravel(a)` (C order, as `.flat`)."""
+        if isinstance(bound, st.ListLiteral):
+            return self._list_as_tuple(bound)
+        if isinstance(bound, st.FlatIterator):
+            return self.b.call(np.ravel, [bound.array])
+        return bound
 
     def call_slice(self, expr, target):
         parts = [self.value(a) for a in expr.args]
@@ -478,13 +602,24 @@ class Importer:
             parts = [parts[1], parts[0], parts[2]]
         return self.b.build_slice(*parts)
 
+    def call_tuple(self, expr, target):
+        """`tuple(t)` of a tuple is t (Python wraps the tuple of `f(*t)` so); of a list literal,
+        its items."""
+        bound = self.lookup(expr.args[0]) if len(expr.args) == 1 and not expr.kws else None
+        if isinstance(bound, st.ListLiteral):
+            return self._list_as_tuple(bound)
+        if isinstance(bound, Value) and isinstance(bound.type, TupleType):
+            return bound
+        self.unsupported("tuple() of anything but a tuple or a list literal",
+                         "build the tuple from its entries")
+
     def call_bool(self, expr, target):
         (value,) = [self.value(a) for a in expr.args]
         return self.b.cast(value, BoolType()) if isinstance(value.type, _NUMBER_TYPES) \
             else self.b.call(bool, [value], None, BoolType())
 
     def ex_getiter(self, expr, target):
-        iterable = self.lookup(expr.value)
+        iterable = self._iterable(self.lookup(expr.value))
         index_type = from_numba(getattr(self.typemap[target.name], "yield_type", nbt.intp))
         try:
             return counted_loop(self.b, iterable, index_type)
@@ -622,6 +757,21 @@ def _container_construct(t) -> str:
     return f"numba typed containers (numba.typed.List and numba.typed.Dict; {t.numba_type})"
 
 
+class _StarArgs:
+    """The parameters a `*args` tuple was spread into (see `Importer._new_function`)."""
+
+    def __init__(self, values: list):
+        self.values = values
+
+
+def _is_star_args(t) -> bool:
+    return isinstance(t, (nbt.StarArgTuple, nbt.StarArgUniTuple))
+
+
+def _is_record(t) -> bool:
+    return isinstance(t, OpaqueType) and isinstance(t.numba_type, nbt.Record)
+
+
 def _is_string(t) -> bool:
     return isinstance(t, OpaqueType) and isinstance(
         t.numba_type, (nbt.UnicodeType, nbt.UnicodeCharSeq, nbt.CharSeq, nbt.Bytes))
@@ -631,13 +781,23 @@ def _user_type(t):
     return t.numba_type if isinstance(t, OpaqueType) else t
 
 
+def _holds_records(t) -> bool:
+    return _is_record(t) or (isinstance(t, ArrayType) and _is_record(t.dtype))
+
+
 def _construct_of(op) -> str:
+    if any(_holds_records(v.type) for v in op.operands):
+        return ("writing fields of records, or a whole field of a structured array (p['a'] "
+                "of an array p)")
     if any(_is_string(v.type) for v in op.operands):
         return "operations on strings"
     return "this operation on these types"
 
 
 def _hint_of(op) -> str:
+    if any(_holds_records(v.type) for v in op.operands):
+        return ("read fields of single records (p[i]['a'] or p[i].a); pass values you write or "
+                "differentiate as float arrays")
     if any(_is_string(v.type) for v in op.operands):
         return ("choose between code paths outside the kernel and pass a number (an int flag) "
                 "instead of a string")
@@ -669,7 +829,6 @@ def _is_number_class(t) -> bool:
 
 def _unsupported_expr(expr) -> tuple:
     known = {
-        "build_list": ("list literals", "use a numpy array or a tuple"),
         "build_set": ("set literals", "use a numpy array"),
         "build_map": ("dict literals", "use arrays or tuples"),
         "make_function": ("closures and lambdas that numba does not inline",
@@ -729,6 +888,7 @@ _EXPR_HANDLERS = {
     "getitem": Importer.ex_getitem,
     "static_getitem": Importer.ex_static_getitem,
     "build_tuple": Importer.ex_build_tuple,
+    "build_list": Importer.ex_build_list,
     "exhaust_iter": Importer.ex_exhaust_iter,
     "call": Importer.ex_call,
     "getiter": Importer.ex_getiter,
@@ -737,12 +897,16 @@ _EXPR_HANDLERS = {
     "pair_second": Importer.ex_pair_second,
 }
 
+# callees numba gives the same result for a list as for a tuple of the same items
+_READS_A_LIST_AS_A_TUPLE = (np.array, np.asarray, sum, len, min, max)
+
 _SPECIAL_CALLS = {
     range: Importer.call_range,
     nb.prange: Importer.call_range,  # moonlite compiles serially; prange means range here
     zip: Importer.call_zip,
     enumerate: Importer.call_enumerate,
     slice: Importer.call_slice,
+    tuple: Importer.call_tuple,
     bool: Importer.call_bool,
     float: Importer._cast_call,
     int: Importer._cast_call,

@@ -135,3 +135,14 @@ def _check_range_step_py(step):
 
 
 check_range_step = nb.njit(_check_range_step_py)
+
+
+def _check_unpack_length_py(length, count):
+    if length > count:
+        raise ValueError("too many values to unpack")
+    if length < count:
+        raise ValueError("not enough values to unpack")
+    return None
+
+
+check_unpack_length = nb.njit(cache=True)(_check_unpack_length_py)

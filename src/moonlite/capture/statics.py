@@ -48,6 +48,25 @@ class EnumerateArgs:
 
 
 @dataclass
+class ListLiteral:
+    """`[a, b, ...]`, kept as its items (nested literals stay ListLiterals). Read where numba
+    treats a list and a tuple alike (`np.array(...)`, `sum`, `len`, `min`, `max`, a constant
+    index, a for loop) as the tuple of its items; any other use (appending, writing an entry,
+    carrying it around a loop) is refused: a list is mutable, a tuple is not."""
+
+    items: list
+
+
+@dataclass
+class FlatIterator:
+    """`a.flat` of an array `a`: iterated as `np.ravel(a)` (the same entries in the same
+    order); any other use reads the attribute itself."""
+
+    array: Value
+    type: object  # the moonlite type of `a.flat`
+
+
+@dataclass
 class ExceptionInstance:
     """`SomeError(args)`, built only to be raised."""
 

@@ -1,0 +1,118 @@
+"""Issue #20's constructs in every mode: forward, reverse and forward over reverse, each checked
+against finite differences by moonlite's rule checker (the dot-product identity included), on
+the kernels of `tests/corpus/constructs.py`; and the uses of them moonlite refuses, refused
+with an error naming the construct."""
+
+import numba
+import numpy as np
+import pytest
+
+import moonlite
+from moonlite.errors import UnsupportedError
+from moonlite.testing import check_rule
+from tests.corpus.constructs import CASES
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_construct_in_every_mode(case):
+    check_rule(case.kernel, *case.make_args(), second_order=True)
+
+
+def test_the_primal_ir_verifies():
+    for case in CASES[::3]:
+        moonlite.verify(moonlite.capture(case.kernel, *case.make_args()))
+
+
+def test_unpacking_checks_the_length_as_numba_does():
+    @numba.njit
+    def pair(x):
+        a, b = x
+        return a * b
+
+    for n, message in ((3, "too many values"), (1, "not enough values")):
+        with pytest.raises(ValueError):
+            pair(np.ones(n))  # numba raises too
+        with pytest.raises(ValueError, match=message):
+            moonlite.grad(pair)(np.ones(n))
+        with pytest.raises(ValueError, match=message):
+            moonlite.jvp(pair, (np.ones(n),), (np.ones(n),))
+
+
+def test_a_list_literal_indexed_at_run_time():
+    @numba.njit
+    def pick(x, i):
+        entries = [x[0], x[1] * x[2]]
+        return entries[i] * x[3]
+
+    x = np.array([0.3, 1.2, -0.7, 0.5])
+    for i in (0, 1, -1):
+        check_rule(pick, x, i, second_order=True)
+    with pytest.raises(IndexError):
+        moonlite.grad(pick)(x, 2)
+
+
+@numba.njit
+def appends_to_a_literal(x):
+    values = [x[0]]
+    values.append(x[1])
+    return values[0] + values[1]
+
+
+@numba.njit
+def _total(values):
+    s = 0.0
+    for v in values:
+        s += v
+    return s
+
+
+@numba.njit
+def passes_a_literal_to_a_function(x):
+    return _total([x[0], x[1]])
+
+
+@numba.njit
+def indexes_a_literal_out_of_range(x):
+    values = [x[0], x[1]]
+    return values[2 - 5]
+
+
+@numba.njit
+def writes_a_record_field(x, p):
+    p[0]["a"] = x[0] * 2.0
+    return p[0]["a"] * x[1]
+
+
+@numba.njit
+def reads_a_whole_field(x, p):
+    return np.sum(p["a"] * x[:2])
+
+
+@numba.njit
+def spreads_into_range(x, bounds):
+    s = 0.0
+    for i in range(*bounds):
+        s += x[i]
+    return s
+
+
+_RECORDS = np.array([(1.5, -0.5), (0.25, 2.0)], dtype=[("a", "f8"), ("b", "f8")])
+_X = np.array([0.3, 1.2, -0.7])
+
+REFUSED = [
+    ("append", appends_to_a_literal, (_X,), "a list literal used other than read"),
+    ("passed_on", passes_a_literal_to_a_function, (_X,), "a list literal used other than read"),
+    ("out_of_range", indexes_a_literal_out_of_range, (_X,), "indexing a list literal of 2"),
+    ("record_write", writes_a_record_field, (_X, _RECORDS), "writing fields of records"),
+    ("whole_field", reads_a_whole_field, (_X, _RECORDS), "a whole field of a structured array"),
+    ("range_spread", spreads_into_range, (_X, (0, 2)), "spreading a tuple with \\* into range"),
+]
+
+
+@pytest.mark.parametrize("name, kernel, args, construct", REFUSED, ids=[r[0] for r in REFUSED])
+def test_uses_moonlite_does_not_follow_are_refused_in_every_mode(name, kernel, args, construct):
+    for run in (lambda: moonlite.grad(kernel)(*args),
+                lambda: moonlite.jvp(kernel, args, (np.ones(3),) + (None,) * (len(args) - 1)),
+                lambda: moonlite.hessian(kernel)(*args)):
+        with pytest.raises(UnsupportedError, match=construct):
+            run()

@@ -1,0 +1,227 @@
+"""Kernels written the way numba users write them, with the constructs of issue #20: records,
+unpacking, list literals, `*args`, `.flat`, string configuration. Each construct appears in
+more than one realistic context; `tests/capture/test_constructs.py` checks every kernel in
+every mode against finite differences (`moonlite.testing.check_rule`, second order included).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numba
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ConstructCase:
+    name: str
+    construct: str
+    kernel: Callable
+    make_args: Callable  # () -> tuple of arguments
+
+
+# --- records and structured arrays (parameters kept as fields) ------------------------------
+
+BUCKET = np.dtype([("capacity", "f8"), ("k_out", "f8"), ("evap", "f8")])
+
+
+@numba.njit
+def linear_reservoirs(rain, params):
+    """A chain of linear reservoirs (a hydrology model), parameters in a structured array read
+    as p[i]['field']; the derivative is taken in the rainfall series."""
+    storage = np.zeros(params.shape[0])
+    runoff = 0.0
+    for t in range(rain.shape[0]):
+        inflow = rain[t]
+        for i in range(params.shape[0]):
+            s = storage[i] + inflow
+            spill = max(s - params[i]["capacity"], 0.0)
+            out = params[i]["k_out"] * (s - spill) + spill
+            storage[i] = (s - out) * (1.0 - params[i]["evap"])
+            inflow = out
+        runoff += inflow * inflow
+    return runoff
+
+
+@numba.njit
+def morse_energy(r, site):
+    """A Morse potential summed over distances; well depth and width read from one record
+    (`site.depth`, `site['width']`)."""
+    e = 0.0
+    for k in range(r.shape[0]):
+        z = 1.0 - np.exp(-site["width"] * (r[k] - site.r0))
+        e += site.depth * z * z
+    return e
+
+
+def _buckets():
+    return np.array([(1.5, 0.3, 0.05), (0.8, 0.6, 0.02)], dtype=BUCKET)
+
+
+SITE = np.dtype([("depth", "f8"), ("width", "f8"), ("r0", "f8")])
+
+# --- unpacking arrays -----------------------------------------------------------------------
+
+
+@numba.njit
+def oscillator_energy(state, omega, steps):
+    """Symplectic Euler on (position, velocity) unpacked from a 2-vector each step."""
+    out = state.copy()
+    for _ in range(steps):
+        x, v = out
+        v = v - 0.05 * omega * omega * np.sin(x)
+        x = x + 0.05 * v
+        out[0], out[1] = x, v
+    pos, vel = out
+    return 0.5 * vel * vel + omega * omega * (1.0 - np.cos(pos))
+
+
+@numba.njit
+def triangle_area(vertices):
+    """Rows of a 3x2 array unpacked as points."""
+    a, b, c = vertices
+    ab, ac = b - a, c - a
+    return 0.5 * np.abs(ab[0] * ac[1] - ab[1] * ac[0]) + np.sum((a - c) ** 2)
+
+
+@numba.njit
+def quadratic_roots_sum(coeffs):
+    """The coefficients of a quadratic unpacked from a slice."""
+    a, b, c = coeffs[:3]
+    disc = np.sqrt(b * b - 4.0 * a * c)
+    return (-b + disc) / (2.0 * a) * coeffs[3]
+
+
+# --- list literals --------------------------------------------------------------------------
+
+
+@numba.njit
+def rosenbrock_residuals(x):
+    """Residuals built with np.array([...]) and summed: least-squares style."""
+    r = np.array([10.0 * (x[1] - x[0] * x[0]), 1.0 - x[0], x[2] - x[1]])
+    return np.sum(r * r)
+
+
+@numba.njit
+def rotate_points(theta, pts):
+    """A rotation matrix from a nested list literal."""
+    c, s = np.cos(theta[0]), np.sin(theta[0])
+    R = np.array([[c, -s], [s, c]])
+    moved = pts @ R.T
+    return np.sum(moved[:, 0] ** 3) + np.sum(moved[:, 1])
+
+
+@numba.njit
+def multiscale_smoothness(x):
+    """Loops over a list of scales; sum, min and max of list literals."""
+    total = 0.0
+    for w in [0.5, 1.0, 2.0]:
+        for i in range(x.shape[0] - 1):
+            total += w * (x[i + 1] - x[i]) ** 2
+    ends = [x[0], x[-1], 1]
+    return total + sum(ends) * min([x[0], x[1]]) + max([x[1] ** 2, x[2]]) + ends[1] * len(ends)
+
+
+# --- *args and calls spreading a tuple -------------------------------------------------------
+
+
+@numba.njit
+def weighted_sum(scale, *terms):
+    s = 0.0
+    for t in terms:
+        s += t
+    return scale * s
+
+
+@numba.njit
+def lennard_jones(r2, eps, sigma):
+    s6 = (sigma * sigma / r2) ** 3
+    return 4.0 * eps * (s6 * s6 - s6)
+
+
+@numba.njit
+def pair_energy(x):
+    """A varargs helper, and a parameter tuple spread into a call."""
+    params = (x[2], 1.1)
+    e = lennard_jones(x[0] * x[0] + 1.0, *params)
+    return weighted_sum(0.5, e, x[1] * x[1], np.sin(x[0]))
+
+
+# --- iteration over .flat -------------------------------------------------------------------
+
+
+@numba.njit
+def total_variation_flat(img):
+    """Every pixel visited through img.flat (and its transpose's, in C order of the view)."""
+    s = 0.0
+    prev = 0.0
+    for v in img.flat:
+        s += np.sqrt((v - prev) ** 2 + 1e-3)
+        prev = v
+    for i, v in enumerate(img.T.flat):
+        s += 0.01 * i * v * v
+    return s
+
+
+# --- strings as configuration --------------------------------------------------------------
+
+
+@numba.njit
+def _rhs_step(y, h, method):
+    if method == "euler":
+        return y + h * np.sin(y)
+    elif method != "midpoint":
+        raise ValueError("unknown method")
+    mid = y + 0.5 * h * np.sin(y)
+    return y + h * np.sin(mid)
+
+
+@numba.njit
+def integrate_with_method(y0, method):
+    """A string passed from Python chooses the integrator."""
+    y = y0.copy()
+    for _ in range(8):
+        y = _rhs_step(y, 0.1, method)
+    return np.sum(y * y)
+
+
+@numba.njit
+def integrate_both(y0):
+    """String constants inside the kernel choose the integrator."""
+    return integrate_with_method(y0, "euler") - 0.5 * integrate_with_method(y0, "midpoint")
+
+
+def _rng(seed):
+    return np.random.default_rng(seed)
+
+
+CASES = [
+    ConstructCase("linear_reservoirs", "record field p[i]['f']", linear_reservoirs,
+                  lambda: (_rng(0).uniform(0.2, 1.5, 6), _buckets())),
+    ConstructCase("morse_energy", "record argument, r['f'] and r.f", morse_energy,
+                  lambda: (_rng(1).uniform(0.8, 1.6, 5),
+                           np.array([(2.0, 1.3, 1.1)], dtype=SITE)[0])),
+    ConstructCase("oscillator_energy", "a, b = array", oscillator_energy,
+                  lambda: (np.array([0.4, -0.2]), 1.3, 20)),
+    ConstructCase("triangle_area", "rows unpacked", triangle_area,
+                  lambda: (np.array([[0.0, 0.1], [1.2, 0.3], [0.4, 0.9]]),)),
+    ConstructCase("quadratic_roots_sum", "a, b, c = slice", quadratic_roots_sum,
+                  lambda: (np.array([0.5, 3.0, 1.0, 0.7]),)),
+    ConstructCase("rosenbrock_residuals", "np.array([...])", rosenbrock_residuals,
+                  lambda: (np.array([0.3, 0.8, -0.4]),)),
+    ConstructCase("rotate_points", "nested list literal", rotate_points,
+                  lambda: (np.array([0.35]), _rng(2).uniform(-1.0, 1.0, (5, 2)))),
+    ConstructCase("multiscale_smoothness", "for over a list, sum/min/max/len, index",
+                  multiscale_smoothness, lambda: (_rng(3).uniform(-1.0, 1.0, 6),)),
+    ConstructCase("pair_energy", "*args helper, f(*t)", pair_energy,
+                  lambda: (np.array([0.9, 0.4, 0.8]),)),
+    ConstructCase("total_variation_flat", "for v in a.flat, enumerate(a.T.flat)",
+                  total_variation_flat, lambda: (_rng(4).uniform(-1.0, 1.0, (3, 4)),)),
+    ConstructCase("integrate_euler", "string argument", integrate_with_method,
+                  lambda: (np.array([0.3, 1.1]), "euler")),
+    ConstructCase("integrate_midpoint", "string argument", integrate_with_method,
+                  lambda: (np.array([0.3, 1.1]), "midpoint")),
+    ConstructCase("integrate_both", "string constants", integrate_both,
+                  lambda: (np.array([0.3, 1.1]),)),
+]
