@@ -10,7 +10,7 @@ import pytest
 import moonlite
 from moonlite.errors import UnsupportedError
 from moonlite.testing import check_rule
-from tests.corpus.constructs import CASES
+from tests.corpus.constructs import CASES, Neuron
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -96,6 +96,24 @@ def spreads_into_range(x, bounds):
     return s
 
 
+@numba.njit
+def writes_into_a_jitclass_field(x, cell):
+    for i in range(x.shape[0]):
+        cell.weights[i] = x[i]  # each read of a field gets a fresh tangent: refused
+    return np.sum(cell.weights ** 2)
+
+
+@numba.njit
+def writes_a_constant_into_a_jitclass_field(x, cell):
+    cell.weights[0] = 1.0  # no derivative written: fine
+    return np.sum(cell.weights * x)
+
+
+def test_a_constant_written_into_a_jitclass_field_differentiates():
+    cell = Neuron(1.0, np.zeros(3), 1)
+    check_rule(writes_a_constant_into_a_jitclass_field, _X, cell, second_order=True)
+
+
 _RECORDS = np.array([(1.5, -0.5), (0.25, 2.0)], dtype=[("a", "f8"), ("b", "f8")])
 _X = np.array([0.3, 1.2, -0.7])
 
@@ -105,6 +123,8 @@ REFUSED = [
     ("out_of_range", indexes_a_literal_out_of_range, (_X,), "indexing a list literal of 2"),
     ("record_write", writes_a_record_field, (_X, _RECORDS), "writing fields of records"),
     ("whole_field", reads_a_whole_field, (_X, _RECORDS), "a whole field of a structured array"),
+    ("jitclass_field_write", writes_into_a_jitclass_field, (_X, Neuron(1.0, np.zeros(3), 1)),
+     "writes a value being differentiated into an array held by a jitclass"),
     ("range_spread", spreads_into_range, (_X, (0, 2)), "spreading a tuple with \\* into range"),
 ]
 

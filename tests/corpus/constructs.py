@@ -11,6 +11,7 @@ from typing import Callable
 
 import numba
 import numpy as np
+from numba.experimental import jitclass
 
 
 @dataclass(frozen=True)
@@ -192,6 +193,35 @@ def integrate_both(y0):
     return integrate_with_method(y0, "euler") - 0.5 * integrate_with_method(y0, "midpoint")
 
 
+# --- jitclass instances: fields read, methods called ----------------------------------------
+
+
+@jitclass([("gain", numba.float64), ("weights", numba.float64[:]), ("steps", numba.int64)])
+class Neuron:
+    def __init__(self, gain, weights, steps):
+        self.gain = gain
+        self.weights = weights
+        self.steps = steps
+
+    def activation(self, v, shift=0.0):
+        return np.tanh(self.gain * v + shift)
+
+    def response(self, x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s += self.weights[i] * self.activation(x[i], shift=0.1)
+        return s
+
+
+@numba.njit
+def neuron_loss(x, cell):
+    """Methods of a jitclass configuration (one calling another, a keyword argument)."""
+    total = 0.0
+    for _ in range(cell.steps):
+        total += (cell.response(x) - 0.5) ** 2
+    return total + cell.activation(x[0])
+
+
 def _rng(seed):
     return np.random.default_rng(seed)
 
@@ -218,6 +248,9 @@ CASES = [
                   lambda: (np.array([0.9, 0.4, 0.8]),)),
     ConstructCase("total_variation_flat", "for v in a.flat, enumerate(a.T.flat)",
                   total_variation_flat, lambda: (_rng(4).uniform(-1.0, 1.0, (3, 4)),)),
+    ConstructCase("neuron_loss", "jitclass methods and fields", neuron_loss,
+                  lambda: (np.array([0.3, -0.2, 0.8]),
+                           Neuron(1.5, np.array([0.5, -1.0, 2.0]), 2))),
     ConstructCase("integrate_euler", "string argument", integrate_with_method,
                   lambda: (np.array([0.3, 1.1]), "euler")),
     ConstructCase("integrate_midpoint", "string argument", integrate_with_method,

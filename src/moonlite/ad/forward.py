@@ -50,7 +50,7 @@ from .dual_alloc import emit_stacked, stackable
 from .opinfo import (describe as _describe, keyword_values as _keyword_values,
                      positional as _positional, primitive as _primitive)
 from .readonly import never_written
-from .refusals import refusal
+from .refusals import arrays_held_by_opaque_values, refusal
 from .tangents import (ZERO, coerce_tangent, is_differentiable, materialize, mentions_complex,
                        tangent_type)
 
@@ -115,12 +115,13 @@ class _ForwardPass:
             self.blocks[block] = self.b.new_block(block.hint)
         self.b.position_at_end(self.blocks[self.fn.entry])
         self._zero_inactive_arguments()
+        hidden_arrays = arrays_held_by_opaque_values(self.fn)
         for block in order:
             self.b.position_at_end(self.blocks[block])
             for op in block.ops:
                 self.b.loc = op.loc
                 self._refuse_complex(op)
-                why = refusal(op, self.carries_derivative)
+                why = refusal(op, self.carries_derivative, hidden_arrays)
                 if why is not None:
                     raise self.unsupported(op, *why)
                 _HANDLERS[type(op)](self, op)  # every op class has one (tests/ad/test_handlers)

@@ -32,7 +32,7 @@ def never_written(fn: Function, arg) -> bool:
             continue
         seen.add(value)
         for op, position in users.get(value, ()):
-            verdict = _use(op, position)
+            verdict = use(op, position)
             if verdict == "write":
                 return False
             if verdict == "view" and op.result is not None:
@@ -49,7 +49,7 @@ def value_users(fn: Function) -> dict:
     return users
 
 
-def _use(op, position: int) -> str:
+def use(op, position: int) -> str:
     """'read' (harmless), 'view' (follow the result), or 'write' (may write or escape), from
     the op's traits (`ir/traits.py`: calls answer per callee, unknown ones `WRITES`)."""
     if isinstance(op, (ops.SetItem, ops.InplaceBinary)):

@@ -32,7 +32,10 @@ from ..ir.core import Op
 from ..ir.types import NoneType, OpaqueType, TupleType
 from ..rules.catalogue import EFFECT_FREE
 from ..rules.custom import lookup_custom
+from ..ir.traits import Trait
+from ..rules.registry import is_float_array
 from .opinfo import describe, hashable
+from .readonly import use as array_use, value_users
 from .tangents import hides_derivatives, is_differentiable
 
 
@@ -47,8 +50,12 @@ _KEEP_FLOATS_APART = ("keep the values being differentiated in local variables, 
 MAX_TUPLE_ENTRIES = 64
 
 
-def refusal(op: Op, carries_derivative: Callable) -> Optional[tuple]:
-    """`(construct, hint)` if no mode can differentiate `op` correctly, else None."""
+def refusal(op: Op, carries_derivative: Callable, hidden_arrays=frozenset()) -> Optional[tuple]:
+    """`(construct, hint)` if no mode can differentiate `op` correctly, else None.
+    `hidden_arrays`: `arrays_held_by_opaque_values` of the function."""
+    if hidden_arrays and _writes_a_derivative_into(op, hidden_arrays, carries_derivative):
+        return (f"{describe(op)}, which writes a value being differentiated into an array held "
+                f"by a jitclass or structref instance or a record (a field)", _KEEP_FLOATS_APART)
     for v in (*op.operands, *([op.result] if op.result is not None else [])):
         if isinstance(v.type, TupleType) and _differentiable_entries(v.type) > MAX_TUPLE_ENTRIES:
             return (f"a tuple of {_differentiable_entries(v.type)} differentiable entries (more "
@@ -67,6 +74,37 @@ def refusal(op: Op, carries_derivative: Callable) -> Optional[tuple]:
         return (f"{describe(op)}, which puts a value being differentiated into a "
                 f"{_kind_of(result.type)}", _KEEP_FLOATS_APART)
     return None
+
+
+def arrays_held_by_opaque_values(fn) -> frozenset:
+    """Float arrays read out of a value that hides derivatives (`m.buf` of a jitclass instance,
+    an array field of a record, what a call given such a value returns: it may be a field),
+    and their views. Each read of a field gets a fresh zero tangent or shadow, so a derivative
+    written into one would be lost by the next read: such writes are refused."""
+    users = value_users(fn)
+    work = [op.result for op in fn.ops()
+            if isinstance(op, (ops.GetAttr, ops.Call, ops.MethodCall)) and op.result is not None
+            and is_float_array(op.result.type)
+            and any(hides_derivatives(v.type) for v in op.operands)]
+    seen: set = set()
+    while work:
+        value = work.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        for user, position in users.get(value, ()):
+            if array_use(user, position) == "view":
+                work.append(user.result)
+    return frozenset(seen)
+
+
+def _writes_a_derivative_into(op: Op, arrays: frozenset, carries_derivative: Callable) -> bool:
+    if isinstance(op, (ops.SetItem, ops.InplaceBinary)):
+        return op.operands[0] in arrays and carries_derivative(op.operands[-1])
+    if isinstance(op, (ops.Call, ops.MethodCall)) and op.traits() & Trait.WRITES:
+        return any(v in arrays for v in op.operands) and any(
+            carries_derivative(v) for v in op.operands if v not in arrays)
+    return False
 
 
 def _differentiable_entries(t) -> int:

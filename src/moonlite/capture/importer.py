@@ -520,11 +520,27 @@ class Importer:
         return self.b.call(fn, args, kws, result_type)
 
     def _method_call(self, method: st.BoundMethod, expr, target):
+        jitted = _jitclass_method(method)
+        if jitted is not None:
+            return self._jitclass_method_call(jitted, method.receiver, expr, target)
         args = self._positional(expr)
         kws = {name: self.value(v) for name, v in expr.kws}
         if rewrites.rewrite_method(self.b, method.name, method.receiver, args, kws):
             return self.b.const(None, none)
         return self.b.method_call(method.name, method.receiver, args, kws, self.type_of(target))
+
+    def _jitclass_method_call(self, fn, receiver: Value, expr, target):
+        """`obj.method(...)` of a jitclass instance is a call of the method's njit function with
+        `obj` first (numba compiles it so): AD passes then see an njit callee like any other."""
+        args = [receiver] + self._positional(expr)
+        kws = {name: self.value(v) for name, v in expr.kws}
+        if kws:
+            folded = rewrites.fold_keywords(fn, args, kws, self._const_value)
+            if folded is None:
+                self.unsupported(f"the method .{fn.py_func.__name__}() called with keywords it cannot "
+                                 "take by position", "pass the arguments by position")
+            args = folded
+        return self.b.call(fn, args, None, self.type_of(target))
 
     def _positional(self, expr) -> list:
         """A call's positional arguments, with a `*t` spread (`f(a, *t)`: t a tuple)."""
@@ -766,6 +782,14 @@ class _StarArgs:
 
 def _is_star_args(t) -> bool:
     return isinstance(t, (nbt.StarArgTuple, nbt.StarArgUniTuple))
+
+
+def _jitclass_method(method: st.BoundMethod):
+    """The njit function of a jitclass instance's method, or None."""
+    t = method.receiver.type
+    if isinstance(t, OpaqueType) and isinstance(t.numba_type, nbt.ClassInstanceType):
+        return t.numba_type.jit_methods.get(method.name)
+    return None
 
 
 def _is_record(t) -> bool:

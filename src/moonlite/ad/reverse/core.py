@@ -14,6 +14,7 @@ from ...ir.cfg import natural_loops, predecessors
 from ...ir.cleanup import remove_dead_code
 from ...ir.core import Function, Op
 from ...ir.types import ArrayType, TupleType, int64, none
+from ..refusals import arrays_held_by_opaque_values
 from ..activity import varied_values
 from ..readonly import never_written
 from ..context import NO_CALLEES, PassContext
@@ -100,6 +101,7 @@ class _ReversePass(CustomRuleAdjoints, KeptValues, AdjointStore, ForwardSweep, P
         self.remat: set = set()   # values the pullback recomputes instead of keeping
         self._written: dict = {}
         self.varied = varied_values(fn, active, self.constant_arrays)
+        self.hidden_arrays = arrays_held_by_opaque_values(fn)  # refused targets (refusals.py)
         self.need = self._needed_values()
         self.unrestored = unrestored_writes(fn, self.remat)  # writes not saved (scratch.py)
 

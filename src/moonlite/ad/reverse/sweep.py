@@ -41,7 +41,7 @@ class ForwardSweep:
             if any(mentions_complex(v.type) for v in _values_of(op)):
                 raise self.unsupported(op, "differentiating complex numbers in reverse mode",
                                        "split the computation into real and imaginary parts")
-            why = refusal(op, self.varied.__contains__)
+            why = refusal(op, self.varied.__contains__, self.hidden_arrays)
             if why is not None:
                 raise self.unsupported(op, *why)
             self.FORWARD_HANDLERS[type(op)](self, op)
