@@ -52,13 +52,16 @@ STRUCTURAL = {
     "tuples": ("np.array(((a[0], a[1]), (a[2] * a[0], 1.0))) @ np.asarray((a[1], a[2])) "
                "+ sum((a[0], a[1], a[0] * a[2]))", (3,)),
     "scalars_as_arrays": ("np.sum(a[0]) * np.prod(a[1]) + np.mean(a[2]) + np.max(a[0])", (3,)),
+    # list literals are read as the tuples of their items (issue #20)
+    "lists": ("np.array([[a[0], a[1]], [a[2] * a[0], 1.0]]) @ np.asarray([a[1], a[2]]) "
+              "+ sum([a[0], a[1], a[0] * a[2]]) + min([a[0], a[1]]) * len([a[1], 2.0])", (3,)),
 }
 
 
 # second order where it adds a rule of its own (reductions, products, joins); elsewhere the
 # linear maps' second derivatives are zero, and compiling them costs 20-40 s a kernel
 SECOND_ORDER = {"sum_axes", "sum_1d", "mean", "prod", "extrema", "cumsum", "trace", "triangles",
-                "products", "norm", "full", "var_std", "tuples", "joins"}
+                "products", "norm", "full", "var_std", "tuples", "joins", "lists"}
 
 
 @pytest.mark.parametrize("name", list(STRUCTURAL))
@@ -86,7 +89,7 @@ def test_structural_primitives_float32(name):
 
 REFUSED = {
     "norm_with_order": ("np.linalg.norm(a, 1)", "norm"),
-    "list_literal": ("sum([a[0], a[1]])", "list"),
+    "list_literal_passed_on": ("np.sum(np.array(sorted([a[0], a[1]])))", "list literal"),
     "sort": ("np.sort(a)", "np.sort"),
     "cumprod": ("np.cumprod(a)", "cumprod"),
 }
