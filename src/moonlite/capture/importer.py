@@ -24,11 +24,13 @@ from ..ir.cfg import Dominators, predecessors
 from ..ir.cleanup import remove_dead_code
 from ..ir.verifier import _Problems, _check_schema
 from ..ir.core import Block, Function, Value
-from ..ir.types import (ArrayType, BoolType, FloatType, IntType, OpaqueType, TupleType,
-                        from_numba, int64, none)
+from ..ir.types import ArrayType, BoolType, FloatType, IntType, TupleType, from_numba, none
 from . import rewrites
 from . import statics as st
-from .iterators import CountedLoop, NotIterable, check_unpack_length, counted_loop
+from .constructs import ConstructReads, StarArgs, is_star_args, jitclass_method
+from .iterators import CountedLoop, NotIterable, counted_loop
+from .messages import (CONTAINER_HINT, construct_of, container_construct, hint_of,
+                       is_container, is_record, is_string, unsupported_expr, user_type)
 from .pipeline import TypedIR
 
 ir = nb.ir
@@ -37,7 +39,7 @@ nbt = nb.types
 _NUMBER_TYPES = (FloatType, IntType, BoolType)
 
 
-class Importer:
+class Importer(ConstructReads):
     """One use: `Importer(dispatcher, typed).run()` returns the moonlite Function."""
 
     def __init__(self, py_func, typed: TypedIR, error_model: str = "python",
@@ -83,7 +85,7 @@ class Importer:
         tuple back from them (`on_arg`)."""
         names, types_ = [], []
         for name, t in zip(self.fir.arg_names, self.typed.argtypes):
-            if _is_star_args(t):
+            if is_star_args(t):
                 names.extend(f"{name}_{k}" for k in range(len(t.types)))
                 types_.extend(from_numba(e) for e in t.types)
             elif not isinstance(t, nbt.Omitted):
@@ -96,8 +98,8 @@ class Importer:
         self._arg_values = {}
         it = iter(b.function.args)
         for i, t in enumerate(self.typed.argtypes):
-            if _is_star_args(t):
-                self._arg_values[i] = _StarArgs([next(it) for _ in t.types])
+            if is_star_args(t):
+                self._arg_values[i] = StarArgs([next(it) for _ in t.types])
             else:
                 self._arg_values[i] = t if isinstance(t, nbt.Omitted) else next(it)
         return b
@@ -153,9 +155,9 @@ class Importer:
             problems = _Problems()
             _check_schema(op, problems)
             if problems.items:
-                types = ", ".join(str(_user_type(v.type)) for v in op.operands)
-                self.unsupported(f"{_construct_of(op)} ({op.mnemonic()} on {types})",
-                                 _hint_of(op), op.loc)
+                types = ", ".join(str(user_type(v.type)) for v in op.operands)
+                self.unsupported(f"{construct_of(op)} ({op.mnemonic()} on {types})",
+                                 hint_of(op), op.loc)
 
     def _unsupported_stmt(self, stmt):
         what = {ir.Print: ("print()", "remove the print from the kernel you differentiate"),
@@ -204,8 +206,8 @@ class Importer:
         return from_numba(self.typemap[var.name])
 
     def bind(self, target, bound) -> None:
-        if isinstance(bound, Value) and _is_container(bound.type):
-            self.unsupported(_container_construct(bound.type), _CONTAINER_HINT)
+        if isinstance(bound, Value) and is_container(bound.type):
+            self.unsupported(container_construct(bound.type), CONTAINER_HINT)
         if isinstance(bound, Value) and bound.hint is None and not target.name.startswith("$"):
             bound.hint = target.name.split(".")[0]
         self.bindings[target.name] = bound
@@ -294,7 +296,7 @@ class Importer:
         bound = self._arg_values[value.index]
         if isinstance(bound, nbt.Omitted):
             return self._const_value(bound.value)
-        if isinstance(bound, _StarArgs):
+        if isinstance(bound, StarArgs):
             return self.b.build_tuple(bound.values)
         return bound
 
@@ -323,14 +325,14 @@ class Importer:
     def on_expr(self, expr, target):
         handler = _EXPR_HANDLERS.get(expr.op)
         if handler is None:
-            self.unsupported(*_unsupported_expr(expr))
+            self.unsupported(*unsupported_expr(expr))
         return handler(self, expr, target)
 
     # --- expressions -----------------------------------------------------------------------------
 
     def ex_binop(self, expr, target):
         if expr.fn in (operator.eq, operator.ne) and all(
-                _is_string(self.type_of(v)) for v in (expr.lhs, expr.rhs)):
+                is_string(self.type_of(v)) for v in (expr.lhs, expr.rhs)):
             # a string compared (`method == "euler"`): a call of the operator, a flag without
             # derivatives (IR comparisons take numbers); numba compares the strings at run time
             return self.b.call(expr.fn, [self.value(expr.lhs), self.value(expr.rhs)], None,
@@ -409,17 +411,12 @@ class Importer:
             return self._list_entry(base, ops.constant_value(index))
         return self._getitem(self.value(expr.value), self.value(expr.index), target)
 
-    def _list_entry(self, literal: st.ListLiteral, index):
-        if not isinstance(index, int) or not -len(literal.items) <= index < len(literal.items):
-            self.unsupported(f"indexing a list literal of {len(literal.items)} entries with "
-                             f"{index!r}", "index it with an integer in range")
-        return literal.items[index]
 
     def ex_static_getitem(self, expr, target):
         base = self.lookup(expr.value)
         if isinstance(base, st.ListLiteral):
             return self._list_entry(base, expr.index)
-        if isinstance(expr.index, str) and isinstance(base, Value) and _is_record(base.type):
+        if isinstance(expr.index, str) and isinstance(base, Value) and is_record(base.type):
             # r['a'] is r.a (a field read; records carry no derivatives, see tangents.py)
             return self.b.getattr(base, expr.index, self.type_of(target))
         if isinstance(base, Value) and isinstance(base.type, TupleType) \
@@ -439,18 +436,6 @@ class Importer:
     def ex_build_tuple(self, expr, target):
         return self.b.build_tuple([self.value(v) for v in expr.items])
 
-    def ex_build_list(self, expr, target):
-        element = self.typemap[target.name].dtype
-        items = []
-        for var in expr.items:
-            bound = self.lookup(var)
-            items.append(bound if isinstance(bound, st.ListLiteral)
-                         else self._coerce(self.value(var), from_numba(element)))
-        return st.ListLiteral(items)
-
-    def _list_as_tuple(self, literal: st.ListLiteral) -> Value:
-        return self.b.build_tuple([self._list_as_tuple(item) if isinstance(item, st.ListLiteral)
-                                   else item for item in literal.items])
 
     def ex_exhaust_iter(self, expr, target):
         bound = self.lookup(expr.value)
@@ -463,14 +448,6 @@ class Importer:
                              "unpack tuples and arrays only")
         return value
 
-    def _unpack_array(self, value: Value, count: int, target) -> Value:
-        """`a, b = x` for an array x: its length checked (numba raises ValueError too), then a
-        tuple of x[0], x[1], ... (entries, or rows of a 2-D array), read as any getitem."""
-        self.b.call(check_unpack_length, [self.b.call(len, [value], type=int64),
-                                          self.b.const(count, int64)])
-        rows = self.type_of(target).elements
-        return self.b.build_tuple([self.b.getitem(value, self.b.const(k, int64), rows[k])
-                                   for k in range(count)])
 
     def ex_call(self, expr, target):
         if expr.varkwarg is not None:
@@ -520,7 +497,7 @@ class Importer:
         return self.b.call(fn, args, kws, result_type)
 
     def _method_call(self, method: st.BoundMethod, expr, target):
-        jitted = _jitclass_method(method)
+        jitted = jitclass_method(method)
         if jitted is not None:
             return self._jitclass_method_call(jitted, method.receiver, expr, target)
         args = self._positional(expr)
@@ -529,51 +506,6 @@ class Importer:
             return self.b.const(None, none)
         return self.b.method_call(method.name, method.receiver, args, kws, self.type_of(target))
 
-    def _jitclass_method_call(self, fn, receiver: Value, expr, target):
-        """`obj.method(...)` of a jitclass instance is a call of the method's njit function with
-        `obj` first (numba compiles it so): AD passes then see an njit callee like any other."""
-        args = [receiver] + self._positional(expr)
-        kws = {name: self.value(v) for name, v in expr.kws}
-        if kws:
-            folded = rewrites.fold_keywords(fn, args, kws, self._const_value)
-            if folded is None:
-                self.unsupported(f"the method .{fn.py_func.__name__}() called with keywords it cannot "
-                                 "take by position", "pass the arguments by position")
-            args = folded
-        return self.b.call(fn, args, None, self.type_of(target))
-
-    def _positional(self, expr) -> list:
-        """A call's positional arguments, with a `*t` spread (`f(a, *t)`: t a tuple)."""
-        if self._spreads_a_list(expr):  # min([a, b]) is min(a, b)
-            return list(self.lookup(expr.args[0]).items)
-        args = [self._argument(expr, a) for a in expr.args]
-        if expr.vararg is None:
-            return args
-        spread = self.value(expr.vararg)
-        if not isinstance(spread.type, TupleType):
-            self.unsupported(f"a call spreading a {spread.type} with *", "spread a tuple, or "
-                             "pass the entries explicitly")
-        return args + [self.b.tuple_getitem(spread, k) for k in range(len(spread.type))]
-
-    def _spreads_a_list(self, expr) -> bool:
-        if len(expr.args) != 1 or expr.kws or expr.vararg is not None:
-            return False
-        callee, bound = self.lookup(expr.func), self.lookup(expr.args[0])
-        return (isinstance(callee, st.StaticObject) and (callee.obj is min or callee.obj is max)
-                and isinstance(bound, st.ListLiteral) and len(bound.items) >= 2
-                and all(isinstance(i, Value) and i.type.is_scalar for i in bound.items))
-
-    def _argument(self, expr, var) -> Value:
-        """A call's argument; a list literal as the tuple of its items where the callee treats
-        the two alike."""
-        bound = self.lookup(var)
-        if not isinstance(bound, st.ListLiteral):
-            return self.value(var)
-        callee = self.lookup(expr.func)
-        if not (isinstance(callee, st.StaticObject)
-                and any(callee.obj is f for f in _READS_A_LIST_AS_A_TUPLE)):
-            self.value(var)  # refused, naming the construct
-        return self._list_as_tuple(bound)
 
     def _cast_call(self, expr, target):
         t = self.type_of(target)
@@ -601,14 +533,6 @@ class Importer:
             self.unsupported("enumerate() with a start value", "add the offset to the index")
         return st.EnumerateArgs(self._iterable(self.lookup(expr.args[0])))
 
-    def _iterable(self, bound):
-        """What a for loop walks: a list literal as the tuple of its items, `a.flat` as
-        `np.ravel(a)` (C order, as `.flat`)."""
-        if isinstance(bound, st.ListLiteral):
-            return self._list_as_tuple(bound)
-        if isinstance(bound, st.FlatIterator):
-            return self.b.call(np.ravel, [bound.array])
-        return bound
 
     def call_slice(self, expr, target):
         parts = [self.value(a) for a in expr.args]
@@ -618,16 +542,6 @@ class Importer:
             parts = [parts[1], parts[0], parts[2]]
         return self.b.build_slice(*parts)
 
-    def call_tuple(self, expr, target):
-        """`tuple(t)` of a tuple is t (Python wraps the tuple of `f(*t)` so); of a list literal,
-        its items."""
-        bound = self.lookup(expr.args[0]) if len(expr.args) == 1 and not expr.kws else None
-        if isinstance(bound, st.ListLiteral):
-            return self._list_as_tuple(bound)
-        if isinstance(bound, Value) and isinstance(bound.type, TupleType):
-            return bound
-        self.unsupported("tuple() of anything but a tuple or a list literal",
-                         "build the tuple from its entries")
 
     def call_bool(self, expr, target):
         (value,) = [self.value(a) for a in expr.args]
@@ -756,78 +670,6 @@ class Importer:
         return undef.result
 
 
-_CONTAINER_HINT = ("pass a numpy array (or a tuple) instead: moonlite follows derivatives through "
-                   "arrays and tuples, not through containers")
-
-
-def _is_container(t) -> bool:
-    return isinstance(t, OpaqueType) and isinstance(
-        t.numba_type, (nbt.ListType, nbt.DictType, nbt.List, nbt.Set, nbt.ListTypeIterableType,
-                       nbt.DictItemsIterableType, nbt.DictKeysIterableType,
-                       nbt.DictValuesIterableType))
-
-
-def _container_construct(t) -> str:
-    if isinstance(t.numba_type, (nbt.List, nbt.Set)):
-        return f"Python lists and sets ({t.numba_type}; a list argument, list() or set())"
-    return f"numba typed containers (numba.typed.List and numba.typed.Dict; {t.numba_type})"
-
-
-class _StarArgs:
-    """The parameters a `*args` tuple was spread into (see `Importer._new_function`)."""
-
-    def __init__(self, values: list):
-        self.values = values
-
-
-def _is_star_args(t) -> bool:
-    return isinstance(t, (nbt.StarArgTuple, nbt.StarArgUniTuple))
-
-
-def _jitclass_method(method: st.BoundMethod):
-    """The njit function of a jitclass instance's method, or None."""
-    t = method.receiver.type
-    if isinstance(t, OpaqueType) and isinstance(t.numba_type, nbt.ClassInstanceType):
-        return t.numba_type.jit_methods.get(method.name)
-    return None
-
-
-def _is_record(t) -> bool:
-    return isinstance(t, OpaqueType) and isinstance(t.numba_type, nbt.Record)
-
-
-def _is_string(t) -> bool:
-    return isinstance(t, OpaqueType) and isinstance(
-        t.numba_type, (nbt.UnicodeType, nbt.UnicodeCharSeq, nbt.CharSeq, nbt.Bytes))
-
-
-def _user_type(t):
-    return t.numba_type if isinstance(t, OpaqueType) else t
-
-
-def _holds_records(t) -> bool:
-    return _is_record(t) or (isinstance(t, ArrayType) and _is_record(t.dtype))
-
-
-def _construct_of(op) -> str:
-    if any(_holds_records(v.type) for v in op.operands):
-        return ("writing fields of records, or a whole field of a structured array (p['a'] "
-                "of an array p)")
-    if any(_is_string(v.type) for v in op.operands):
-        return "operations on strings"
-    return "this operation on these types"
-
-
-def _hint_of(op) -> str:
-    if any(_holds_records(v.type) for v in op.operands):
-        return ("read fields of single records (p[i]['a'] or p[i].a); pass values you write or "
-                "differentiate as float arrays")
-    if any(_is_string(v.type) for v in op.operands):
-        return ("choose between code paths outside the kernel and pass a number (an int flag) "
-                "instead of a string")
-    return "apply operators to numbers and arrays, and index arrays and tuples only"
-
-
 def _hashable(obj) -> bool:
     try:
         hash(obj)
@@ -849,18 +691,6 @@ def _is_exception_intrinsic(fn) -> bool:
 
 def _is_number_class(t) -> bool:
     return isinstance(t, nbt.NumberClass)
-
-
-def _unsupported_expr(expr) -> tuple:
-    known = {
-        "build_set": ("set literals", "use a numpy array"),
-        "build_map": ("dict literals", "use arrays or tuples"),
-        "make_function": ("closures and lambdas that numba does not inline",
-                          "make the inner function a separate @njit function"),
-        "yield": ("generators", "return an array instead"),
-    }
-    return known.get(expr.op, (f"the numba IR expression {expr.op!r}",
-                               "write the kernel without this construct, or report it"))
 
 
 def _numba_rpo(blocks: dict) -> list:
@@ -921,8 +751,6 @@ _EXPR_HANDLERS = {
     "pair_second": Importer.ex_pair_second,
 }
 
-# callees numba gives the same result for a list as for a tuple of the same items
-_READS_A_LIST_AS_A_TUPLE = (np.array, np.asarray, sum, len, min, max)
 
 _SPECIAL_CALLS = {
     range: Importer.call_range,
