@@ -51,6 +51,7 @@ typeof = numba.typeof
 njit = numba.njit
 intrinsic = numba.extending.intrinsic
 vectorize = numba.vectorize
+literal_unroll = numba.literal_unroll
 typed = numba.typed  # typed.List: tapes of the vjp cut
 # what compiles derived code: part of the disk cache's key (fingerprint.versions_key)
 COMPILER_VERSIONS = (numba.__version__, _llvmlite.__version__)

@@ -6,6 +6,7 @@ with an error naming the construct."""
 import numba
 import numpy as np
 import pytest
+from numba import literal_unroll
 
 import moonlite
 from moonlite.errors import UnsupportedError
@@ -114,6 +115,15 @@ def test_a_constant_written_into_a_jitclass_field_differentiates():
     check_rule(writes_a_constant_into_a_jitclass_field, _X, cell, second_order=True)
 
 
+@numba.njit
+def unrolls_two_arrays_of_one_type(x):
+    s = 0.0
+    terms = (x, x * 2.0, 1.0)  # numba unrolls a tuple held in a variable only
+    for t in literal_unroll(terms):
+        s += np.sum(t)
+    return s
+
+
 _RECORDS = np.array([(1.5, -0.5), (0.25, 2.0)], dtype=[("a", "f8"), ("b", "f8")])
 _X = np.array([0.3, 1.2, -0.7])
 
@@ -125,6 +135,8 @@ REFUSED = [
     ("whole_field", reads_a_whole_field, (_X, _RECORDS), "a whole field of a structured array"),
     ("jitclass_field_write", writes_into_a_jitclass_field, (_X, Neuron(1.0, np.zeros(3), 1)),
      "writes a value being differentiated into an array held by a jitclass"),
+    ("unroll_same_arrays", unrolls_two_arrays_of_one_type, (_X,), "literal_unroll over a tuple "
+     "holding several"),
     ("range_spread", spreads_into_range, (_X, (0, 2)), "spreading a tuple with \\* into range"),
 ]
 

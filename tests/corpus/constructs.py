@@ -11,6 +11,7 @@ from typing import Callable
 
 import numba
 import numpy as np
+from numba import literal_unroll
 from numba.experimental import jitclass
 
 
@@ -165,6 +166,30 @@ def total_variation_flat(img):
     return s
 
 
+# --- literal_unroll over heterogeneous tuples -------------------------------------------------
+
+
+@numba.njit
+def mixed_penalties(x, grid):
+    """A penalty over a tuple of a vector, a matrix and a scalar (numba unrolls `literal_unroll`
+    imported by name, over a tuple held in a variable)."""
+    terms = (x, grid * x[0], x[1] * x[2])
+    s = 0.0
+    for t in literal_unroll(terms):
+        s += np.sum(t * t)
+    return s
+
+
+@numba.njit
+def weighted_terms(x):
+    """Several floats and an int among the entries: read by the loop index."""
+    terms = (x[0] * x[1], 2, np.sin(x[2]), x[3])
+    s = 0.0
+    for t in literal_unroll(terms):
+        s = s * 0.5 + t * t
+    return s
+
+
 # --- strings as configuration --------------------------------------------------------------
 
 
@@ -251,6 +276,10 @@ CASES = [
     ConstructCase("neuron_loss", "jitclass methods and fields", neuron_loss,
                   lambda: (np.array([0.3, -0.2, 0.8]),
                            Neuron(1.5, np.array([0.5, -1.0, 2.0]), 2))),
+    ConstructCase("mixed_penalties", "literal_unroll, arrays and a float", mixed_penalties,
+                  lambda: (_rng(5).uniform(-1.0, 1.0, 3), _rng(6).uniform(-1.0, 1.0, (2, 3)))),
+    ConstructCase("weighted_terms", "literal_unroll, several floats", weighted_terms,
+                  lambda: (_rng(7).uniform(-1.0, 1.0, 4),)),
     ConstructCase("integrate_euler", "string argument", integrate_with_method,
                   lambda: (np.array([0.3, 1.1]), "euler")),
     ConstructCase("integrate_midpoint", "string argument", integrate_with_method,

@@ -1,6 +1,6 @@
 """How the importer reads the containers and call forms of real kernels (issue #20): list
 literals (read as the tuples of their items), arrays unpacked, `*args` parameters and `f(*t)`
-calls, `a.flat` in loops, methods of jitclass instances. `Importer` inherits these; each either
+calls, `a.flat` in loops, methods of jitclass instances, `literal_unroll` loops. `Importer` inherits these; each either
 gives ordinary IR that every AD mode already differentiates, or refuses the use it cannot
 follow (a list appended to, a list passed on) with a message naming it.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _numba as nb
+from ..ir import ops
 from ..ir.core import Value
 from ..ir.types import OpaqueType, TupleType, from_numba, int64
 from . import rewrites
@@ -22,6 +23,41 @@ nbt = nb.types
 class ConstructReads:
     """Mixin of `Importer` (it provides `b`, `lookup`, `value`, `type_of`, `unsupported`,
     `_coerce`, `_const_value`)."""
+
+    # `for v in literal_unroll(t)`: numba's rewrite (before typing) loops over range(len(t)),
+    # and gives each type of entry a branch, taken when the index is `in` a tuple of that
+    # type's positions, which reads the entry with `typed_getitem(t, dtype, index)`.
+
+    def call_literal_unroll(self, expr, target):
+        (value,) = [self.value(a) for a in expr.args]
+        return value
+
+    def contains_index(self, container: Value, item: Value) -> Value:
+        """`item in (k0, k1, ...)` for an integer and a tuple of integers: a chain of `==`."""
+        found = None
+        for k in range(len(container.type)):
+            equal = self.b.binary(ops.Eq, item, self.b.tuple_getitem(container, k))
+            found = equal if found is None else self.b.select(found, found, equal)
+        return found if found is not None else self.b.const(False)
+
+    def ex_typed_getitem(self, expr, target):
+        """The entry of type `dtype` at the loop's index: the one entry of that type, or a
+        select among several scalars of it (arrays of one type appear once, or are refused)."""
+        value, index = self.value(expr.value), self.value(expr.index)
+        want = self.type_of(target)
+        if not isinstance(value.type, TupleType):
+            self.unsupported(f"typed_getitem on {value.type}", "report this kernel")
+        positions = [k for k, t in enumerate(value.type.elements) if t == want]
+        if len(positions) == 1:
+            return self.b.tuple_getitem(value, positions[0])
+        if not positions or not want.is_scalar:
+            self.unsupported(f"literal_unroll over a tuple holding several {want} entries",
+                             "loop over a tuple of one type (a plain for loop), or unroll by hand")
+        entry = self.b.tuple_getitem(value, positions[-1])
+        for k in reversed(positions[:-1]):
+            hit = self.b.binary(ops.Eq, index, self.b.const(k, index.type))
+            entry = self.b.select(hit, self.b.tuple_getitem(value, k), entry)
+        return entry
 
     def ex_build_list(self, expr, target):
         element = self.typemap[target.name].dtype

@@ -337,6 +337,9 @@ class Importer(ConstructReads):
             # derivatives (IR comparisons take numbers); numba compares the strings at run time
             return self.b.call(expr.fn, [self.value(expr.lhs), self.value(expr.rhs)], None,
                                BoolType())
+        if expr.fn is operator.contains and isinstance(self.type_of(expr.lhs), TupleType) \
+                and isinstance(self.type_of(expr.rhs), IntType):
+            return self.contains_index(self.value(expr.lhs), self.value(expr.rhs))
         if expr.fn is operator.add and all(isinstance(self.type_of(v), TupleType)
                                            for v in (expr.lhs, expr.rhs)):
             # tuples joined (also how Python passes `f(a, *t)`): one tuple of all entries
@@ -749,6 +752,7 @@ _EXPR_HANDLERS = {
     "iternext": Importer.ex_iternext,
     "pair_first": Importer.ex_pair_first,
     "pair_second": Importer.ex_pair_second,
+    "typed_getitem": Importer.ex_typed_getitem,
 }
 
 
@@ -759,6 +763,7 @@ _SPECIAL_CALLS = {
     enumerate: Importer.call_enumerate,
     slice: Importer.call_slice,
     tuple: Importer.call_tuple,
+    nb.literal_unroll: Importer.call_literal_unroll,
     bool: Importer.call_bool,
     float: Importer._cast_call,
     int: Importer._cast_call,
