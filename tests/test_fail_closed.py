@@ -256,6 +256,8 @@ SQUARE = RNG.uniform(-1.0, 1.0, (3, 3))
 CORRECT = [
     _case("keyword_call", keyword_call, 0.7, 1.3),
     _case("namedtuple_of_constants", namedtuple_of_constants, 0.7, 3, fixed=(1,)),
+    # a namedtuple is the tuple of its entries (issue #20; refused before)
+    _case("namedtuple_of_derivative", namedtuple_of_derivative, 0.7),
     # a jitclass method is a call of its njit function (issue #20; refused before)
     _case("jitclass_method", jitclass_method, 0.7),
     _case("sum_last_axis_1d", sum_last_axis_1d, RNG.uniform(-1, 1, 4)),
@@ -352,7 +354,6 @@ def test_primal_division_by_zero_still_raises_as_in_the_primal():
 
 
 REFUSED = [
-    ("namedtuple", namedtuple_of_derivative, (0.7,), "namedtuple"),
     ("jitclass_field", jitclass_field, (0.7,), "attribute assignment"),
     ("jitclass_built_from_derivative", jitclass_built_from_derivative, (0.7,),
      "jitclass instance"),

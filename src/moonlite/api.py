@@ -28,18 +28,12 @@ def _kind(value) -> str:
         return "float"
     if isinstance(value, np.ndarray):
         return "array" if np.issubdtype(value.dtype, np.floating) else "none"
-    if isinstance(value, tuple) and not _is_namedtuple(value):
+    if isinstance(value, tuple):  # namedtuples too: their tangents are plain tuples
         return "tuple" if any(_kind(v) != "none" for v in value) else "none"
     if isinstance(value, complex) or (isinstance(value, np.ndarray)
                                       and np.issubdtype(value.dtype, np.complexfloating)):
         return "complex"
     return "none"
-
-
-def _is_namedtuple(value) -> bool:
-    """Namedtuples carry no tangent (yet): numba types them apart from tuples, and moonlite's IR
-    keeps them opaque, so the checks here must agree (a tuple tangent for one is refused)."""
-    return hasattr(type(value), "_fields")
 
 
 def value_key(f, value):
@@ -219,6 +213,12 @@ def zero_tangent_like(x):
 
 def copy_arguments(values: tuple) -> tuple:
     """The arguments with every array copied (inside tuples too): kernels may write into them."""
-    return tuple(copy_arguments(v) if isinstance(v, tuple) else
+    return tuple(rebuild_tuple(v, copy_arguments(v)) if isinstance(v, tuple) else
                  (v.copy() if isinstance(v, np.ndarray) else v) for v in values)
+
+
+def rebuild_tuple(like: tuple, entries) -> tuple:
+    """A tuple of `entries` of the kind `like` is: a namedtuple of its class, or a tuple."""
+    entries = tuple(entries)
+    return type(like)(*entries) if hasattr(type(like), "_fields") else entries
 

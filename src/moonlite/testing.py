@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .api import _kind, copy_arguments as _copy, zero_tangent_like
+from .api import _kind, copy_arguments as _copy, rebuild_tuple, zero_tangent_like
 from .api_calls import jvp
 
 STEP_SIZES = (1e-2, 3e-3, 1e-3, 3e-4, 1e-4, 3e-5, 1e-5, 1e-6, 1e-7)
@@ -87,7 +87,7 @@ def _shift(a, t, h):
     if kind == "array":  # (asarray: a 0-d array plus a number is a numpy scalar)
         return np.asarray(a + h * t).astype(a.dtype)
     if kind == "tuple":
-        return tuple(_shift(e, te, h) for e, te in zip(a, t))
+        return rebuild_tuple(a, (_shift(e, te, h) for e, te in zip(a, t)))
     return a.copy() if isinstance(a, np.ndarray) else a
 
 

@@ -14,6 +14,7 @@ from numba import types as nbt
 from moonlite.errors import MoonliteError
 from moonlite.ir import Builder, ops
 from moonlite.ir import types as T
+from moonlite.ir.parser import parse_type
 from moonlite.ir.typing import TypingFailure
 
 F64, F32, I64, I32, BOOL = T.float64, T.float32, T.int64, T.int32, T.boolean
@@ -97,13 +98,21 @@ def test_literal_int_is_int64():
 
 
 def test_unmodelled_types_are_kept_as_opaque():
-    point = collections.namedtuple("Point", "x y")
-    for numba_type in (nbt.unicode_type, nbt.NamedTuple((nbt.float64, nbt.float64), point),
-                       nbt.DType(nbt.float64)):
+    for numba_type in (nbt.unicode_type, nbt.DType(nbt.float64)):
         t = T.from_numba(numba_type)
         assert t == T.OpaqueType(numba_type)
         assert t.to_numba() is numba_type
     assert str(T.from_numba(nbt.unicode_type)) == "opaque<unicode_type>"
+
+
+def test_namedtuples_are_tuples_that_keep_their_class():
+    point = collections.namedtuple("Point", "x y")
+    numba_type = nbt.NamedUniTuple(nbt.float64, 2, point)
+    t = T.from_numba(numba_type)
+    assert isinstance(t, T.TupleType) and t.elements == (T.float64, T.float64)
+    assert t != T.TupleType((T.float64, T.float64))  # a plain tuple is another type
+    assert t.fields == ("x", "y") and t.to_numba() is numba_type
+    assert parse_type(str(t)) == t
 
 
 def test_record_arrays_keep_an_opaque_dtype():

@@ -24,6 +24,19 @@ class ConstructReads:
     """Mixin of `Importer` (it provides `b`, `lookup`, `value`, `type_of`, `unsupported`,
     `_coerce`, `_const_value`)."""
 
+    def build_namedtuple(self, cls, expr, target) -> Value:
+        """`Pair(a, second=b)`: a namedtuple of the entries in field order (keywords put in
+        place), each converted to its field's type as numba does."""
+        named = self.typemap[target.name]
+        fields = list(named.fields)
+        given = dict(zip(fields, self._positional(expr)))
+        given.update({name: self.value(v) for name, v in expr.kws})
+        if set(given) != set(fields):  # (fields left to their defaults: numba 0.68 mis-reads them)
+            self.unsupported(f"building the namedtuple {cls.__name__} without every field",
+                             "pass every field")
+        items = [self._coerce(given[name], from_numba(t)) for name, t in zip(fields, named.types)]
+        return self.b.build_tuple(items, named=nbt.unliteral(named))
+
     # `for v in literal_unroll(t)`: numba's rewrite (before typing) loops over range(len(t)),
     # and gives each type of entry a branch, taken when the index is `in` a tuple of that
     # type's positions, which reads the entry with `typed_getitem(t, dtype, index)`.

@@ -24,7 +24,8 @@ from ..ir.cfg import Dominators, predecessors
 from ..ir.cleanup import remove_dead_code
 from ..ir.verifier import _Problems, _check_schema
 from ..ir.core import Block, Function, Value
-from ..ir.types import ArrayType, BoolType, FloatType, IntType, TupleType, from_numba, none
+from ..ir.types import (ArrayType, BoolType, FloatType, IntType, NamedTupleType, TupleType,
+                        from_numba, none)
 from . import rewrites
 from . import statics as st
 from .constructs import ConstructReads, StarArgs, is_star_args, jitclass_method
@@ -400,6 +401,9 @@ class Importer(ConstructReads):
             return st.StaticObject(attr)
         if isinstance(t, nbt.BoundFunction):
             return st.BoundMethod(self.value(expr.value), expr.attr)
+        if isinstance(base, Value) and isinstance(base.type, NamedTupleType) \
+                and expr.attr in base.type.fields:  # p.alpha: the entry at alpha's position
+            return self.b.tuple_getitem(base, base.type.fields.index(expr.attr))
         if expr.attr == "flat" and isinstance(t, nbt.NumpyFlatType):
             return st.FlatIterator(self.value(expr.value), from_numba(t))
         return self.b.getattr(self.value(expr.value), expr.attr, from_numba(t))
@@ -478,6 +482,8 @@ class Importer(ConstructReads):
                              "before calling it")
         if isinstance(fn, type) and issubclass(fn, BaseException):
             return st.ExceptionInstance(fn, [self.value(a) for a in expr.args])
+        if isinstance(self.typemap[target.name], nbt.BaseNamedTuple) and isinstance(fn, type):
+            return self.build_namedtuple(fn, expr, target)
         if isinstance(fn, nbt.NumberClass) or _is_number_class(self.typemap[expr.func.name]):
             return self._cast_call(expr, target)
         if isinstance(fn, nb.Dispatcher) and not nb.is_njit_dispatcher(fn):

@@ -166,8 +166,9 @@ class Builder:
     def tuple_getitem(self, tup: Value, index: int, hint=None) -> Value:
         return self._value(ops.TupleGetItem(tup, index, self.loc, hint))
 
-    def build_tuple(self, items: Sequence[Value], hint=None) -> Value:
-        return self._value(ops.BuildTuple(items, self.loc, hint))
+    def build_tuple(self, items: Sequence[Value], hint=None, named=None) -> Value:
+        """A tuple of `items`; a namedtuple if `named` (its numba type) is given."""
+        return self._value(ops.BuildTuple(items, self.loc, hint, named))
 
     def build_slice(self, start: Value, stop: Value, step: Value, hint=None) -> Value:
         # numba types a slice with a None step as a two-member slice: a[:n] of a C array is

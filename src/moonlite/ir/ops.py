@@ -15,7 +15,7 @@ from ..errors import UNKNOWN_LOC, SourceLoc
 from .core import (ANY, ARRAY, BOOL, INDEX, NUMERIC, SLICE_PART, TUPLE, Block, Op, OperandDef,
                    Terminator, Value)
 from .traits import ALLOCATES, AXES_VIEW, ELEMENTWISE, PURE, VIEW, WRITES, Trait, call_traits
-from .types import ArrayType, BoolType, TapeType, TupleType, Type
+from .types import ArrayType, BoolType, NamedTupleType, TapeType, TupleType, Type
 
 
 def short_name(obj) -> str:
@@ -449,14 +449,20 @@ class BuildTuple(Op):
     RESULT = TUPLE
     MNEMONIC = "tuple"
 
-    def __init__(self, items: Sequence[Value], loc=UNKNOWN_LOC, hint=None):
+    def __init__(self, items: Sequence[Value], loc=UNKNOWN_LOC, hint=None, named=None):
+        """`named`: the numba type of the namedtuple built (None: a plain tuple)."""
         items = tuple(items)
-        super().__init__(items, TupleType(tuple(v.type for v in items)), loc, hint)
+        super().__init__(items, _tuple_type(tuple(v.type for v in items), named), loc, hint)
 
     def type_errors(self) -> list:
-        if self.result.type != TupleType(tuple(v.type for v in self.items)):
+        named = getattr(self.result.type, "numba_type", None)
+        if self.result.type != _tuple_type(tuple(v.type for v in self.items), named):
             return ["tuple type does not match its items"]
         return []
+
+
+def _tuple_type(elements: tuple, named) -> TupleType:
+    return TupleType(elements) if named is None else NamedTupleType(elements, named)
 
 
 class BuildSlice(Op):

@@ -58,7 +58,7 @@ from . import ops
 from .core import Argument, Block, Function, Op
 from .parser_names import Resolver
 from .types import (ArrayType, ComplexType, FloatType, IntType, NoneType, OpaqueType, SliceType,
-                    TapeType, TupleType, Type, boolean, none, seen_opaque_type)
+                    TapeType, TupleType, Type, boolean, from_numba, none, seen_opaque_type)
 
 
 class ParseError(MoonliteError):
@@ -297,6 +297,14 @@ def _type(c: _Cursor) -> Type:
         element = _type(c)
         c.expect(">")
         return TapeType(element)
+    if name == "namedtuple":
+        c.expect("<")
+        text = c.raw_until_closing("<", ">")
+        numba_type = seen_opaque_type(text)
+        if numba_type is None:
+            raise c.error(f"unknown namedtuple type {text!r} (those read back are those this "
+                          f"process has printed)", at)
+        return from_numba(numba_type)
     if name == "opaque":
         c.expect("<")
         text = c.raw_until_closing("<", ">")
@@ -602,7 +610,7 @@ _FORMS = {
     "tuplegetitem": _Form(ops.TupleGetItem, "[ INDEX ] VALUES", lambda op, v, fb:
                           ops.TupleGetItem(*_take(op, v, 1), op.attrs["index"], op.loc, op.hint)),
     "tuple": _Form(ops.BuildTuple, "VALUES", lambda op, v, fb: ops.BuildTuple(
-        v, op.loc, op.hint)),
+        v, op.loc, op.hint, named=getattr(op.type, "numba_type", None))),
     "slice": _Form(ops.BuildSlice, "VALUES", _make_slice),
     "phi": _Form(ops.Phi, "INCOMING", lambda op, v, fb: ops.Phi(
         op.type, (), op.loc, op.hint)),

@@ -137,6 +137,28 @@ class TupleType(Type):
 
 
 @dataclass(frozen=True)
+class NamedTupleType(TupleType):
+    """A namedtuple: to AD passes the tuple of its entries (its tangents and adjoints are plain
+    tuples); `numba_type` names the class and its fields, for lowering and for reading fields
+    (`p.alpha` is the entry at alpha's position)."""
+
+    numba_type: object = None
+
+    def __post_init__(self):
+        _OPAQUE_BY_TEXT.setdefault(str(self.numba_type), self.numba_type)  # (parsed back)
+
+    def to_numba(self):
+        return self.numba_type
+
+    @property
+    def fields(self) -> tuple:
+        return tuple(self.numba_type.fields)
+
+    def __str__(self) -> str:
+        return f"namedtuple<{self.numba_type}>"
+
+
+@dataclass(frozen=True)
 class SliceType(Type):
     """A slice object; `members` is 2 (start:stop) or 3 (start:stop:step), as numba types them."""
 
@@ -212,7 +234,9 @@ def from_numba(t) -> Type:
         return none
     if isinstance(t, nbt.Array) and not isinstance(t, nbt.Record) and type(t) is nbt.Array:
         return ArrayType(from_numba(t.dtype), t.ndim, t.layout, not t.mutable)
-    if isinstance(t, nbt.BaseTuple) and not isinstance(t, nbt.BaseNamedTuple):
+    if isinstance(t, nbt.BaseNamedTuple):
+        return NamedTupleType(tuple(from_numba(e) for e in t.types), t)
+    if isinstance(t, nbt.BaseTuple):
         return TupleType(tuple(from_numba(e) for e in t.types))
     if isinstance(t, nbt.SliceType):
         return SliceType(t.members)

@@ -20,7 +20,7 @@ from ..ir import ops
 from ..ir.cached_calls import wrapper_for
 from ..ir.cfg import Dominators, natural_loops, reverse_post_order
 from ..ir.core import Argument, Function, Value
-from ..ir.types import ArrayType, BoolType, FloatType, IntType
+from ..ir.types import ArrayType, BoolType, FloatType, IntType, NamedTupleType
 from . import tapes
 from .helpers import QUIET_BINOPS, select_impl
 
@@ -291,7 +291,10 @@ class NumbaEmitter:
                                        self.var(op.value), loc))
 
     def on_build_tuple(self, op: ops.BuildTuple, loc) -> None:
-        self.define(op.result, ir.Expr.build_tuple([self.var(v) for v in op.items], loc), loc)
+        items = [self.var(v) for v in op.items]
+        if isinstance(op.result.type, NamedTupleType):  # a call of the class builds one
+            return self._call(op.result, op.result.type.numba_type.instance_class, items, (), loc)
+        self.define(op.result, ir.Expr.build_tuple(items, loc), loc)
 
     def on_build_slice(self, op: ops.BuildSlice, loc) -> None:
         self._call(op.result, slice, [self.var(v) for v in op.operands], (), loc)
