@@ -291,9 +291,9 @@ def check_hvp(f, *args, rtol: float = 1e-5, atol: float = 1e-7, seed: int = 0,
             plus = g(*[_shift(a, t, h) for a, t in zip(args, v)])
             minus = g(*[_shift(a, t, -h) for a, t in zip(args, v)])
             k = active.index(i)
-            estimates.append(np.ravel((np.asarray(plus[k], dtype=float)
-                                       - np.asarray(minus[k], dtype=float)) / (2 * h)))
-        _check_against(np.ravel(np.asarray(hv[i], dtype=float)), estimates, rtol, atol,
+            # (_flatten: the float entries of a tuple argument, its ints dropped)
+            estimates.append((_flatten(plus[k], args[i]) - _flatten(minus[k], args[i])) / (2 * h))
+        _check_against(_flatten(hv[i], args[i]), estimates, rtol, atol,
                        f"Hessian-vector product in argument {i}", kind="finite differences "
                        "of moonlite's gradient", steps=STEP_SIZES[:7])
     hw = hvp(f, _copy(args), w)

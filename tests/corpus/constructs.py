@@ -6,6 +6,7 @@ every mode against finite differences (`moonlite.testing.check_rule`, second ord
 
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass
 from typing import Callable
 
@@ -190,6 +191,29 @@ def weighted_terms(x):
     return s
 
 
+# --- namedtuples holding differentiated values ---------------------------------------------
+
+State = collections.namedtuple("State", ["pos", "vel"])
+Spring = collections.namedtuple("Spring", ["k", "damping", "steps"])
+
+
+@numba.njit
+def _spring_step(s, spring, h):
+    force = -spring.k * s.pos - spring.damping * s.vel
+    return State(s.pos + h * s.vel, vel=s.vel + h * force)
+
+
+@numba.njit
+def damped_spring(x, spring):
+    """State kept in a namedtuple, rebuilt each step by a helper; the spring's parameters in
+    another (differentiated too)."""
+    s = State(x[0], x[1] * x[2])
+    for _ in range(spring.steps):
+        s = _spring_step(s, spring, 0.05)
+    pos, vel = s
+    return pos * pos + 0.5 * s[1] ** 2 + spring.k * vel
+
+
 # --- strings as configuration --------------------------------------------------------------
 
 
@@ -280,6 +304,8 @@ CASES = [
                   lambda: (_rng(5).uniform(-1.0, 1.0, 3), _rng(6).uniform(-1.0, 1.0, (2, 3)))),
     ConstructCase("weighted_terms", "literal_unroll, several floats", weighted_terms,
                   lambda: (_rng(7).uniform(-1.0, 1.0, 4),)),
+    ConstructCase("damped_spring", "namedtuples built, read, unpacked, passed", damped_spring,
+                  lambda: (np.array([0.8, -0.3, 1.2]), Spring(2.0, 0.3, 12))),
     ConstructCase("integrate_euler", "string argument", integrate_with_method,
                   lambda: (np.array([0.3, 1.1]), "euler")),
     ConstructCase("integrate_midpoint", "string argument", integrate_with_method,
