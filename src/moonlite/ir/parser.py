@@ -23,6 +23,7 @@ as the source location on a `func` or op line when it is `file.py:N`, ignored ot
 
     type := float32 | float64 | intN | uintN | bool | complexN | none | slice
           | array(type, Nd, C|F|A[, readonly]) | tuple(type, ...) | tape<type> | opaque<numba type>
+          | namedtuple<numba type>
 
 LITERAL is what `repr` prints: numbers (`inf`, `nan`, complex), `True`, `False`, `None`, strings,
 tuples of these, numpy scalars (`np.float32(0.5)`).
@@ -297,22 +298,14 @@ def _type(c: _Cursor) -> Type:
         element = _type(c)
         c.expect(">")
         return TapeType(element)
-    if name == "namedtuple":
-        c.expect("<")
-        text = c.raw_until_closing("<", ">")
-        numba_type = seen_opaque_type(text)
-        if numba_type is None:
-            raise c.error(f"unknown namedtuple type {text!r} (those read back are those this "
-                          f"process has printed)", at)
-        return from_numba(numba_type)
-    if name == "opaque":
+    if name in ("opaque", "namedtuple"):  # both print the numba type they keep
         c.expect("<")
         text = c.raw_until_closing("<", ">")
         numba_type = _numba_type(text)
         if numba_type is None:
             raise c.error(f"unknown numba type {text!r} (the opaque types read back are those "
                           f"numba names, and those this process has printed)", at)
-        return OpaqueType(numba_type)
+        return OpaqueType(numba_type) if name == "opaque" else from_numba(numba_type)
     raise c.error(f"unknown type {name!r}", at)
 
 
