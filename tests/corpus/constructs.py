@@ -255,6 +255,10 @@ class Neuron:
     def activation(self, v, shift=0.0):
         return np.tanh(self.gain * v + shift)
 
+    @staticmethod
+    def squash(v):
+        return v / (1.0 + v * v)
+
     def response(self, x):
         s = 0.0
         for i in range(x.shape[0]):
@@ -264,11 +268,12 @@ class Neuron:
 
 @numba.njit
 def neuron_loss(x, cell):
-    """Methods of a jitclass configuration (one calling another, a keyword argument)."""
+    """Methods of a jitclass configuration (one calling another, a keyword argument, a static
+    method)."""
     total = 0.0
     for _ in range(cell.steps):
         total += (cell.response(x) - 0.5) ** 2
-    return total + cell.activation(x[0])
+    return total + cell.activation(x[0]) + cell.squash(x[1])
 
 
 def _rng(seed):

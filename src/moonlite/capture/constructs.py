@@ -1,8 +1,9 @@
 """How the importer reads the containers and call forms of real kernels (issue #20): list
 literals (read as the tuples of their items), arrays unpacked, `*args` parameters and `f(*t)`
-calls, `a.flat` in loops, methods of jitclass instances, `literal_unroll` loops. `Importer` inherits these; each either
-gives ordinary IR that every AD mode already differentiates, or refuses the use it cannot
-follow (a list appended to, a list passed on) with a message naming it.
+calls, `a.flat` in loops, methods of jitclass instances, namedtuples built, `literal_unroll`
+loops. `Importer` inherits these; each either gives ordinary IR that every AD mode already
+differentiates, or refuses the use it cannot follow (a list appended to, a list passed on) with
+a message naming it.
 """
 
 from __future__ import annotations
@@ -100,15 +101,17 @@ class ConstructReads:
         return self.b.build_tuple([self.b.getitem(value, self.b.const(k, int64), rows[k])
                                    for k in range(count)])
 
-    def _jitclass_method_call(self, fn, receiver: Value, expr, target):
+    def _jitclass_method_call(self, method: st.BoundMethod, expr, target):
         """`obj.method(...)` of a jitclass instance is a call of the method's njit function with
-        `obj` first (numba compiles it so): AD passes then see an njit callee like any other."""
-        args = [receiver] + self._positional(expr)
+        `obj` first (numba compiles it so; a static method without it): AD passes then see an
+        njit callee like any other."""
+        fn, takes_self = jitclass_method(method)
+        args = ([method.receiver] if takes_self else []) + self._positional(expr)
         kws = {name: self.value(v) for name, v in expr.kws}
         if kws:
             folded = rewrites.fold_keywords(fn, args, kws, self._const_value)
             if folded is None:
-                self.unsupported(f"the method .{fn.py_func.__name__}() called with keywords it cannot "
+                self.unsupported(f"the method .{method.name}() called with keywords it cannot "
                                  "take by position", "pass the arguments by position")
             args = folded
         return self.b.call(fn, args, None, self.type_of(target))
@@ -179,11 +182,15 @@ def is_star_args(t) -> bool:
 
 
 def jitclass_method(method: st.BoundMethod):
-    """The njit function of a jitclass instance's method, or None."""
+    """(the njit function of a jitclass instance's method, whether it takes the instance), or
+    None if the receiver is no jitclass instance or has no such method."""
     t = method.receiver.type
-    if isinstance(t, OpaqueType) and isinstance(t.numba_type, nbt.ClassInstanceType):
-        return t.numba_type.jit_methods.get(method.name)
-    return None
+    if not (isinstance(t, OpaqueType) and isinstance(t.numba_type, nbt.ClassInstanceType)):
+        return None
+    if method.name in t.numba_type.jit_methods:
+        return t.numba_type.jit_methods[method.name], True
+    static = getattr(t.numba_type, "jit_static_methods", {})
+    return (static[method.name], False) if method.name in static else None
 
 
 # callees numba gives the same result for a list as for a tuple of the same items

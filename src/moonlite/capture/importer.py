@@ -506,9 +506,8 @@ class Importer(ConstructReads):
         return self.b.call(fn, args, kws, result_type)
 
     def _method_call(self, method: st.BoundMethod, expr, target):
-        jitted = jitclass_method(method)
-        if jitted is not None:
-            return self._jitclass_method_call(jitted, method.receiver, expr, target)
+        if jitclass_method(method) is not None:
+            return self._jitclass_method_call(method, expr, target)
         args = self._positional(expr)
         kws = {name: self.value(v) for name, v in expr.kws}
         if rewrites.rewrite_method(self.b, method.name, method.receiver, args, kws):
