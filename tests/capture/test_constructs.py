@@ -110,6 +110,34 @@ def writes_a_constant_into_a_jitclass_field(x, cell):
     return np.sum(cell.weights * x)
 
 
+@numba.njit
+def _weighted(w, x):
+    return np.sum(w * x)
+
+
+@numba.njit
+def _store(w, x):
+    w[:] = x
+    return 0.0
+
+
+@numba.njit
+def passes_a_field_to_a_reading_helper(x, cell):
+    return _weighted(cell.weights, x) ** 2
+
+
+@numba.njit
+def passes_a_field_to_a_writing_helper(x, cell):
+    _store(cell.weights, x)
+    return np.sum(cell.weights ** 2)
+
+
+def test_a_jitclass_field_passed_to_a_helper_that_only_reads_it_differentiates():
+    # forward mode keeps the call and asks the helper's IR whether it writes the field
+    check_rule(passes_a_field_to_a_reading_helper, _X, Neuron(1.0, np.array([0.5, -1.0, 2.0]), 1),
+               second_order=True)
+
+
 def test_a_constant_written_into_a_jitclass_field_differentiates():
     cell = Neuron(1.0, np.zeros(3), 1)
     check_rule(writes_a_constant_into_a_jitclass_field, _X, cell, second_order=True)
@@ -137,6 +165,8 @@ REFUSED = [
      "writes a value being differentiated into an array held by a jitclass"),
     ("unroll_same_arrays", unrolls_two_arrays_of_one_type, (_X,), "literal_unroll over a tuple "
      "holding several"),
+    ("jitclass_field_helper_write", passes_a_field_to_a_writing_helper,
+     (_X, Neuron(1.0, np.zeros(3), 1)), "into an array held by a jitclass"),
     ("range_spread", spreads_into_range, (_X, (0, 2)), "spreading a tuple with \\* into range"),
 ]
 

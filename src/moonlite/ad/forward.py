@@ -121,7 +121,7 @@ class _ForwardPass:
             for op in block.ops:
                 self.b.loc = op.loc
                 self._refuse_complex(op)
-                why = refusal(op, self.carries_derivative, hidden_arrays)
+                why = refusal(op, self.carries_derivative, hidden_arrays, self._may_write)
                 if why is not None:
                     raise self.unsupported(op, *why)
                 _HANDLERS[type(op)](self, op)  # every op class has one (tests/ad/test_handlers)
@@ -337,6 +337,16 @@ class _ForwardPass:
                 tangent = self.b.getitem(tangent, self.b.build_tuple([]))
             return self.b.cast(tangent, result.type)
         return tangent
+
+    def _may_write(self, op, position: int) -> bool:
+        """Whether a call may write into its operand `position`: for an njit callee forward
+        mode keeps as a call, what its IR says (a field of a jitclass passed to a helper that
+        only reads it is fine); otherwise yes."""
+        if not (isinstance(op, ops.Call) and nb.is_njit_dispatcher(op.callee)
+                and lookup_custom(op.callee) is None and not op.kwnames):
+            return True
+        callee = self.context.callee_ir(op.callee, tuple(a.type.to_numba() for a in op.positional))
+        return not never_written(callee, callee.args[position])
 
     def on_njit_call(self, op: ops.Call) -> None:
         args = op.positional

@@ -50,10 +50,14 @@ _KEEP_FLOATS_APART = ("keep the values being differentiated in local variables, 
 MAX_TUPLE_ENTRIES = 64
 
 
-def refusal(op: Op, carries_derivative: Callable, hidden_arrays=frozenset()) -> Optional[tuple]:
+def refusal(op: Op, carries_derivative: Callable, hidden_arrays=frozenset(),
+            may_write: Callable = lambda op, position: True) -> Optional[tuple]:
     """`(construct, hint)` if no mode can differentiate `op` correctly, else None.
-    `hidden_arrays`: `arrays_held_by_opaque_values` of the function."""
-    if hidden_arrays and _writes_a_derivative_into(op, hidden_arrays, carries_derivative):
+    `hidden_arrays`: `arrays_held_by_opaque_values` of the function; `may_write(call, k)`:
+    whether a call may write into its operand k (a pass that keeps njit calls knows better than
+    the call's traits: the callee's IR)."""
+    if hidden_arrays and _writes_a_derivative_into(op, hidden_arrays, carries_derivative,
+                                                   may_write):
         return (f"{describe(op)}, which writes a value being differentiated into an array held "
                 f"by a jitclass or structref instance or a record (a field)", _KEEP_FLOATS_APART)
     for v in (*op.operands, *([op.result] if op.result is not None else [])):
@@ -98,11 +102,12 @@ def arrays_held_by_opaque_values(fn) -> frozenset:
     return frozenset(seen)
 
 
-def _writes_a_derivative_into(op: Op, arrays: frozenset, carries_derivative: Callable) -> bool:
+def _writes_a_derivative_into(op: Op, arrays: frozenset, carries_derivative: Callable,
+                              may_write: Callable) -> bool:
     if isinstance(op, (ops.SetItem, ops.InplaceBinary)):
         return op.operands[0] in arrays and carries_derivative(op.operands[-1])
     if isinstance(op, (ops.Call, ops.MethodCall)) and op.traits() & Trait.WRITES:
-        return any(v in arrays for v in op.operands) and any(
+        return any(v in arrays and may_write(op, k) for k, v in enumerate(op.operands)) and any(
             carries_derivative(v) for v in op.operands if v not in arrays)
     return False
 
