@@ -25,19 +25,23 @@ def never_written(fn: Function, arg) -> bool:
     if not isinstance(arg.type, ArrayType):
         return True
     users = value_users(fn)
-    seen, work = set(), [arg]
+    return not any(_use(op, position) == "write"
+                   for value in views_of(users, [arg]) for op, position in users.get(value, ()))
+
+
+def views_of(users: dict, roots):
+    """`roots` and every value they flow into through views (slices, phis, selects,
+    reshapes: uses `_use` calls "view"), each once; `users` is `value_users` of the function."""
+    seen, work = set(), list(roots)
     while work:
         value = work.pop()
         if value in seen:
             continue
         seen.add(value)
+        yield value
         for op, position in users.get(value, ()):
-            verdict = use(op, position)
-            if verdict == "write":
-                return False
-            if verdict == "view" and op.result is not None:
+            if _use(op, position) == "view" and op.result is not None:
                 work.append(op.result)
-    return True
 
 
 def value_users(fn: Function) -> dict:
@@ -49,7 +53,7 @@ def value_users(fn: Function) -> dict:
     return users
 
 
-def use(op, position: int) -> str:
+def _use(op, position: int) -> str:
     """'read' (harmless), 'view' (follow the result), or 'write' (may write or escape), from
     the op's traits (`ir/traits.py`: calls answer per callee, unknown ones `WRITES`)."""
     if isinstance(op, (ops.SetItem, ops.InplaceBinary)):

@@ -35,7 +35,7 @@ from ..rules.custom import lookup_custom
 from ..ir.traits import Trait
 from ..rules.registry import is_float_array
 from .opinfo import describe, hashable
-from .readonly import use as array_use, value_users
+from .readonly import value_users, views_of
 from .tangents import hides_derivatives, is_differentiable
 
 
@@ -85,21 +85,11 @@ def arrays_held_by_opaque_values(fn) -> frozenset:
     an array field of a record, what a call given such a value returns: it may be a field),
     and their views. Each read of a field gets a fresh zero tangent or shadow, so a derivative
     written into one would be lost by the next read: such writes are refused."""
-    users = value_users(fn)
-    work = [op.result for op in fn.ops()
-            if isinstance(op, (ops.GetAttr, ops.Call, ops.MethodCall)) and op.result is not None
-            and is_float_array(op.result.type)
-            and any(hides_derivatives(v.type) for v in op.operands)]
-    seen: set = set()
-    while work:
-        value = work.pop()
-        if value in seen:
-            continue
-        seen.add(value)
-        for user, position in users.get(value, ()):
-            if array_use(user, position) == "view":
-                work.append(user.result)
-    return frozenset(seen)
+    fields = [op.result for op in fn.ops()
+              if isinstance(op, (ops.GetAttr, ops.Call, ops.MethodCall)) and op.result is not None
+              and is_float_array(op.result.type)
+              and any(hides_derivatives(v.type) for v in op.operands)]
+    return frozenset(views_of(value_users(fn), fields))
 
 
 def _writes_a_derivative_into(op: Op, arrays: frozenset, carries_derivative: Callable,

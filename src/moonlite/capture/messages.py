@@ -13,7 +13,7 @@ def is_record(t) -> bool:
 
 
 CONTAINER_HINT = ("pass a numpy array (or a tuple) instead: moonlite follows derivatives through "
-                   "arrays and tuples, not through containers")
+                  "arrays and tuples, not through containers")
 
 
 def is_container(t) -> bool:
