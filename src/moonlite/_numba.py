@@ -28,6 +28,9 @@ try:
     from numba.core.compiler_machinery import FunctionPass, PassManager, register_pass  # noqa: F401
     from numba.core.ir_utils import build_definitions  # noqa: F401
     from numba.core.registry import cpu_target  # noqa: F401
+    # what numba's rewrite of `np.array([... for v in it])` calls (a preallocated array)
+    from numba.core.inline_closurecall import length_of_iterator  # noqa: F401
+    from numba.np.unsafe.ndarray import empty_inferred  # noqa: F401
     from numba.core.dispatcher import Dispatcher  # noqa: F401
     from numba.core.registry import CPUDispatcher  # noqa: F401
     from numba.core.typing.templates import Signature  # noqa: F401

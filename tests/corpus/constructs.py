@@ -276,6 +276,69 @@ def neuron_loss(x, cell):
     return total + cell.activation(x[0]) + cell.squash(x[1])
 
 
+# --- lists built by appending: comprehensions, filters, appends in loops ---------------------
+
+
+@numba.njit
+def rbf_features(x, centres, weights):
+    """Radial basis features of a point, built with a list comprehension over an array."""
+    phi = np.array([np.exp(-np.sum((x - c) ** 2)) for c in centres])
+    return np.dot(weights, phi)
+
+
+@numba.njit
+def hinge_above(x, margin):
+    """A filtered comprehension (only the entries over the margin), summed with Python's sum
+    and averaged over its length."""
+    losses = [(v - margin) ** 2 for v in x if v > margin]
+    if len(losses) == 0:
+        return 0.0
+    return sum(losses) / len(losses)
+
+
+@numba.njit
+def pair_repulsion(points, cutoff):
+    """Pair distances under a cutoff collected by append in a double loop, then reduced as an
+    array."""
+    dists = []
+    n = points.shape[0]
+    for i in range(n):
+        for j in range(i + 1, n):
+            d = np.sqrt(np.sum((points[i] - points[j]) ** 2))
+            if d < cutoff:
+                dists.append(d)
+    d = np.array(dists)
+    return np.sum(np.exp(-d)) + d.max()
+
+
+@numba.njit
+def recorded_trajectory(y0, k, dt, steps):
+    """An integrator that records its states in lists (starting from the initial value) until
+    the list is long enough, one entry rewritten after the loop, the last read with a negative
+    index, the list walked with enumerate."""
+    ys = [y0[0]]
+    vs = [y0[1]]
+    while len(ys) <= steps:
+        y, v = ys[-1], vs[-1]
+        ys.append(y + dt * v)
+        vs.append(v - dt * k[0] * y - dt * k[1] * v)
+    ys[0] = 0.5 * ys[0]
+    total = 0.0
+    for i, y in enumerate(ys):
+        total += y * y * (i + 1)
+    return total + min(vs) * max(vs) + vs[-1]
+
+
+@numba.njit
+def weighted_residual_sum(x, w):
+    """sum() of a list comprehension over range, and an integer list of the kept indices."""
+    kept = [i for i in range(x.shape[0]) if w[i] > 0.0]
+    r = sum([w[i] * (x[i] - 1.0) ** 2 for i in kept])
+    for i in kept:
+        r += 0.1 * x[i] ** 3
+    return r
+
+
 def _rng(seed):
     return np.random.default_rng(seed)
 
@@ -317,4 +380,18 @@ CASES = [
                   lambda: (np.array([0.3, 1.1]), "midpoint")),
     ConstructCase("integrate_both", "string constants", integrate_both,
                   lambda: (np.array([0.3, 1.1]),)),
+    ConstructCase("rbf_features", "np.array(list comprehension over an array)", rbf_features,
+                  lambda: (np.array([0.2, -0.4]), _rng(8).uniform(-1.0, 1.0, (5, 2)),
+                           _rng(9).uniform(-1.0, 1.0, 5))),
+    ConstructCase("hinge_above", "filtered comprehension, sum() and len() of it", hinge_above,
+                  lambda: (_rng(10).uniform(-1.0, 1.0, 8), 0.1)),
+    ConstructCase("pair_repulsion", "append in a double loop under a branch", pair_repulsion,
+                  lambda: (_rng(11).uniform(-1.0, 1.0, (6, 2)), 1.5)),
+    ConstructCase("recorded_trajectory", "append in a while loop, ys[-1], ys[0] = ...",
+                  recorded_trajectory,
+                  lambda: (np.array([1.0, 0.2]), np.array([2.0, 0.3]), 0.1, 10)),
+    ConstructCase("weighted_residual_sum", "sum([...]), an integer list walked",
+                  weighted_residual_sum,
+                  lambda: (_rng(12).uniform(-1.0, 1.0, 6), np.array([1.0, -1.0, 2.0, 0.5, -0.2,
+                                                                     1.5]))),
 ]

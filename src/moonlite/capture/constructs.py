@@ -17,6 +17,7 @@ from ..ir.types import OpaqueType, TupleType, from_numba, int64
 from . import rewrites
 from . import statics as st
 from .iterators import check_unpack_length
+from .lists import GrowingList
 
 nbt = nb.types
 
@@ -74,6 +75,8 @@ class ConstructReads:
         return entry
 
     def ex_build_list(self, expr, target):
+        if target.name in self.appended:
+            return self._build_growing_list(expr, target)
         element = self.typemap[target.name].dtype
         items = []
         for var in expr.items:
@@ -156,7 +159,16 @@ class ConstructReads:
             return self._list_as_tuple(bound)
         if isinstance(bound, st.FlatIterator):
             return self.b.call(np.ravel, [bound.array])
+        if isinstance(bound, GrowingList):
+            return self.list_entries(bound)
         return bound
+
+    def call_empty_inferred(self, expr, target):
+        """The array numba's rewrite of `np.array([g(v) for v in it])` fills (its shape from
+        `length_of_iterator`): np.empty of the type numba inferred."""
+        t = self.type_of(target)
+        (shape,) = [self.value(a) for a in expr.args]
+        return self.b.call(np.empty, [shape, self.dtype_ref(t.dtype.to_numba())], None, t)
 
     def call_tuple(self, expr, target):
         """`tuple(t)` of a tuple is t (Python wraps the tuple of `f(*t)` so); of a list literal,

@@ -29,7 +29,8 @@ from ..ir.types import (ArrayType, BoolType, FloatType, IntType, NamedTupleType,
 from . import rewrites
 from . import statics as st
 from .constructs import ConstructReads, StarArgs, is_star_args, jitclass_method
-from .iterators import CountedLoop, NotIterable, counted_loop
+from .lists import GrowingList, GrowingLists, ListMethod
+from .loops import LoopReads
 from .messages import (CONTAINER_HINT, construct_of, container_construct, hint_of,
                        is_container, is_record, is_string, unsupported_expr, user_type)
 from .pipeline import TypedIR
@@ -40,7 +41,7 @@ nbt = nb.types
 _NUMBER_TYPES = (FloatType, IntType, BoolType)
 
 
-class Importer(ConstructReads):
+class Importer(ConstructReads, GrowingLists, LoopReads):
     """One use: `Importer(dispatcher, typed).run()` returns the moonlite Function."""
 
     def __init__(self, py_func, typed: TypedIR, error_model: str = "python",
@@ -67,6 +68,7 @@ class Importer(ConstructReads):
     def run(self) -> Function:
         self._refuse_function_level_constructs()
         self.b = self._new_function()
+        self._init_growing_lists()
         order = _numba_rpo(self.fir.blocks)
         for label in order:
             self.blocks[label] = self.b.new_block(hint=f"L{label}")
@@ -74,6 +76,8 @@ class Importer(ConstructReads):
         for label in order:
             self._import_block(label, self.fir.blocks[label])
         self._fill_phis()
+        self._check_list_phis()
+        self._remove_trivial_list_phis()
         fn = remove_dead_code(self.b.function)
         self._refuse_ill_typed_ops(fn)
         return fn
@@ -117,6 +121,8 @@ class Importer(ConstructReads):
     def _import_block(self, label, nblock) -> None:
         block = self.blocks[label]
         self.b.position_at_end(block)
+        self._label = label
+        self._enter_block_lists(label)
         lazy = self.body_prologues.get(label)
         if lazy is not None:
             self.b.loc = self._loc(nblock.body[0].loc)
@@ -128,6 +134,7 @@ class Importer(ConstructReads):
             if handler is None:
                 self._unsupported_stmt(stmt)
             handler(self, stmt)
+        self._leave_block_lists(label)
 
     # --- errors --------------------------------------------------------------------------------
 
@@ -199,6 +206,11 @@ class Importer(ConstructReads):
             self.unsupported("a list literal used other than read (np.array([...]), "
                              "np.asarray, sum, len, min, max, a constant index, a for loop)",
                              "make it a tuple, or fill a numpy array")
+        if isinstance(bound, (GrowingList, ListMethod)):
+            self.unsupported("a list built by append used other than read (np.array(...), "
+                             "np.asarray, sum, len, min, max, an index, a for loop) or appended "
+                             "to: passed to a function, returned, or combined with +",
+                             "fill a preallocated numpy array instead")
         self.unsupported(f"using {type(bound).__name__} {var.name!r} as a value",
                          "keep ranges, iterators and exceptions inside their for/raise "
                          "statements")
@@ -223,12 +235,18 @@ class Importer(ConstructReads):
         self.bind(stmt.target, handler(self, stmt.value, stmt.target))
 
     def on_setitem(self, stmt) -> None:
+        if isinstance(self.lookup(stmt.target), GrowingList):
+            return self.list_setitem(self.lookup(stmt.target), self.value(stmt.index),
+                                     self.value(stmt.value))
         target = self.value(stmt.target)
         index = self.value(stmt.index)
         value = self._coerce_setitem_value(stmt, target, self.value(stmt.value))
         self.b.setitem(target, index, value)
 
     def on_static_setitem(self, stmt) -> None:
+        if isinstance(self.lookup(stmt.target), GrowingList) and stmt.index_var is not None:
+            return self.list_setitem(self.lookup(stmt.target), self.value(stmt.index_var),
+                                     self.value(stmt.value))
         target = self.value(stmt.target)
         if stmt.index_var is not None:
             index = self.value(stmt.index_var)
@@ -387,6 +405,8 @@ class Importer(ConstructReads):
         return self.value(expr.value)  # return casts happen at `ret`, to the declared type
 
     def ex_phi(self, expr, target):
+        if isinstance(self.typemap[target.name], nbt.List):
+            return self.list_phi(expr, target)
         phi = self.b.phi(self.type_of(target), hint=None)
         self.pending_phis.append((phi, expr))
         return phi.result
@@ -399,6 +419,8 @@ class Importer(ConstructReads):
             if isinstance(attr, (int, float, bool, np.number)):
                 return self.b.const(attr, from_numba(t))
             return st.StaticObject(attr)
+        if isinstance(base, GrowingList) and isinstance(t, nbt.BoundFunction):
+            return ListMethod(base, expr.attr)
         if isinstance(t, nbt.BoundFunction):
             return st.BoundMethod(self.value(expr.value), expr.attr)
         if isinstance(base, Value) and isinstance(base.type, NamedTupleType) \
@@ -410,6 +432,8 @@ class Importer(ConstructReads):
 
     def ex_getitem(self, expr, target):
         base = self.lookup(expr.value)
+        if isinstance(base, GrowingList):
+            return self.list_getitem(base, self.value(expr.index))
         if isinstance(base, st.ListLiteral):
             index = self.value(expr.index)
             if ops.constant_value(index) is None and index.type.is_integer:
@@ -421,6 +445,8 @@ class Importer(ConstructReads):
 
     def ex_static_getitem(self, expr, target):
         base = self.lookup(expr.value)
+        if isinstance(base, GrowingList) and expr.index_var is not None:
+            return self.list_getitem(base, self.value(expr.index_var))
         if isinstance(base, st.ListLiteral):
             return self._list_entry(base, expr.index)
         if isinstance(expr.index, str) and isinstance(base, Value) and is_record(base.type):
@@ -447,6 +473,7 @@ class Importer(ConstructReads):
     def ex_exhaust_iter(self, expr, target):
         bound = self.lookup(expr.value)
         value = (self._list_as_tuple(bound) if isinstance(bound, st.ListLiteral)
+                 else self.list_entries(bound) if isinstance(bound, GrowingList)
                  else self.value(expr.value))
         if isinstance(value.type, ArrayType) and value.type.ndim > 0:
             return self._unpack_array(value, expr.count, target)
@@ -462,6 +489,8 @@ class Importer(ConstructReads):
         callee = self.lookup(expr.func)
         if isinstance(callee, st.BoundMethod):
             return self._method_call(callee, expr, target)
+        if isinstance(callee, ListMethod):
+            return self._list_method_call(callee, expr, target)
         if not isinstance(callee, st.StaticObject):
             self.unsupported("a call of a function held in a variable",
                              "call the function by its global name")
@@ -475,6 +504,9 @@ class Importer(ConstructReads):
                              "pass the entries explicitly")
         if special is not None:
             return special(self, expr, target)
+        read = self.call_reading_a_list(fn, expr, target)
+        if read is not None:
+            return read
         if type(fn).__name__ in ("ObjModeLiftedWith", "LiftedWith", "LiftedLoop"):
             self.unsupported("an objmode block", "move the object-mode code out of the kernel")
         if _is_exception_intrinsic(fn):
@@ -525,23 +557,6 @@ class Importer(ConstructReads):
             return self.b.call(self.lookup(expr.func).obj, [value], None, t)
         return self.b.cast(value, t)
 
-    def call_range(self, expr, target):
-        args = [self.value(a) for a in expr.args]
-        if len(args) == 1:
-            args = [self.b.const(0, args[0].type), args[0]]
-        if len(args) == 2:
-            args.append(self.b.const(1, args[0].type))
-        return st.RangeArgs(*args)
-
-    def call_zip(self, expr, target):
-        return st.ZipArgs([self._iterable(self.lookup(a)) for a in expr.args])
-
-    def call_enumerate(self, expr, target):
-        if len(expr.args) != 1 or expr.kws:
-            self.unsupported("enumerate() with a start value", "add the offset to the index")
-        return st.EnumerateArgs(self._iterable(self.lookup(expr.args[0])))
-
-
     def call_slice(self, expr, target):
         parts = [self.value(a) for a in expr.args]
         while len(parts) < 3:
@@ -555,43 +570,6 @@ class Importer(ConstructReads):
         (value,) = [self.value(a) for a in expr.args]
         return self.b.cast(value, BoolType()) if isinstance(value.type, _NUMBER_TYPES) \
             else self.b.call(bool, [value], None, BoolType())
-
-    def ex_getiter(self, expr, target):
-        iterable = self._iterable(self.lookup(expr.value))
-        index_type = from_numba(getattr(self.typemap[target.name], "yield_type", nbt.intp))
-        try:
-            return counted_loop(self.b, iterable, index_type)
-        except NotIterable as exc:
-            self.unsupported(f"for-loops with {exc}",
-                             "loop over range(len(...)) and index explicitly")
-
-    def ex_iternext(self, expr, target):
-        loop = self.lookup(expr.value)
-        if not isinstance(loop, CountedLoop):
-            self.unsupported("iterators used outside a for statement", "use a for loop")
-        header = self.b.block
-        phi = self.b.phi(loop.index_type, hint="i")
-        cond, nxt = loop.emit_header(self.b, phi.result)
-        self.loop_phis.append((phi, loop.start, nxt, header))
-        if loop.element is None:
-            element = phi.result
-        else:
-            element = st.LazyElement(lambda b, idx=phi.result, f=loop.element: f(b, idx))
-        step = st.LoopStep(element, cond)
-        self.loop_conds[id(cond)] = step
-        return step
-
-    def ex_pair_first(self, expr, target):
-        return self._loop_step(expr).element
-
-    def ex_pair_second(self, expr, target):
-        return self._loop_step(expr).cond
-
-    def _loop_step(self, expr) -> st.LoopStep:
-        step = self.lookup(expr.value)
-        if not isinstance(step, st.LoopStep):
-            self.unsupported("iterator protocol outside a for statement", "use a for loop")
-        return step
 
     # --- implicit conversions ------------------------------------------------------------------
 
@@ -620,6 +598,7 @@ class Importer(ConstructReads):
         fn = self.b.function
         preds = predecessors(fn)
         label_of = {block: label for label, block in self.blocks.items()}
+        self._fill_list_phis(preds, label_of)
         for phi, expr in self.pending_phis:
             incoming = dict(zip(expr.incoming_blocks, expr.incoming_values))
             for pred in preds[phi.block]:
@@ -753,22 +732,24 @@ _EXPR_HANDLERS = {
     "build_list": Importer.ex_build_list,
     "exhaust_iter": Importer.ex_exhaust_iter,
     "call": Importer.ex_call,
-    "getiter": Importer.ex_getiter,
-    "iternext": Importer.ex_iternext,
-    "pair_first": Importer.ex_pair_first,
-    "pair_second": Importer.ex_pair_second,
+    "getiter": LoopReads.ex_getiter,
+    "iternext": LoopReads.ex_iternext,
+    "pair_first": LoopReads.ex_pair_first,
+    "pair_second": LoopReads.ex_pair_second,
     "typed_getitem": Importer.ex_typed_getitem,
 }
 
 
 _SPECIAL_CALLS = {
-    range: Importer.call_range,
-    nb.prange: Importer.call_range,  # moonlite compiles serially; prange means range here
-    zip: Importer.call_zip,
-    enumerate: Importer.call_enumerate,
+    range: LoopReads.call_range,
+    nb.prange: LoopReads.call_range,  # moonlite compiles serially; prange means range here
+    zip: LoopReads.call_zip,
+    enumerate: LoopReads.call_enumerate,
     slice: Importer.call_slice,
     tuple: Importer.call_tuple,
     nb.literal_unroll: Importer.call_literal_unroll,
+    nb.length_of_iterator: LoopReads.call_length_of_iterator,
+    nb.empty_inferred: Importer.call_empty_inferred,
     bool: Importer.call_bool,
     float: Importer._cast_call,
     int: Importer._cast_call,

@@ -146,3 +146,13 @@ def _check_unpack_length_py(length, count):
 
 
 check_unpack_length = nb.njit(cache=True)(_check_unpack_length_py)
+
+
+def _range_length_py(start, stop, step):
+    if step > 0:
+        return max(0, (stop - start + step - 1) // step)
+    return max(0, (start - stop - step - 1) // -step)
+
+
+# how many times a counted loop runs
+range_length = nb.njit(cache=True)(_range_length_py)

@@ -1,0 +1,120 @@
+"""What the importer needs to know about a kernel's lists before it imports any statement
+(`lists.py`): which numba variables hold a list the kernel appends to, and, for each such list,
+the for loop whose iterations do its appending, if there is one.
+
+A list is appended to in a loop in nearly every kernel that builds one (`[g(v) for v in x if
+...]`, `for v in x: ys.append(...)`). If every append inside loops runs at most once per
+iteration of one for loop L (none in a loop nested in L, none in a loop around L other than
+those around the list), one run of L appends at most (appends in L's body) x (its iterations)
+entries: the importer reserves that room each time L starts, and the buffer stays the same array
+through L. Growing it inside L instead would make the buffer a loop-carried array, which the
+reverse pass keeps on its tape at every iteration (with L inside another loop, the buffer is
+loop-carried only there: taped once per outer iteration).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import _numba as nb
+
+ir = nb.ir
+
+_LIST_MUTATORS = ("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse")
+
+
+@dataclass(frozen=True)
+class LoopPlan:
+    """The for loop that appends to a list: its iterator (the alias class of numba's iterator
+    variable), the labels of its body outside nested loops, and its appends per iteration."""
+
+    iterator: str
+    body: frozenset
+    appends_per_iteration: int
+
+
+class ListAnalysis:
+    """Alias classes of numba variables (a variable, its copies and numba's phis of it), the
+    lists among them that are mutated, and their loop plans."""
+
+    def __init__(self, blocks: dict):
+        self.parent: dict = {}
+        builds, mutated, appends, iternexts, self._getiters = {}, set(), [], [], []
+        for label, block in blocks.items():
+            for stmt in block.body:
+                self._scan(label, stmt, builds, mutated, appends, iternexts)
+        roots = {self.root(m) for m in mutated}
+        self.growing = {name for name in set(self.parent) | set(builds)
+                        if self.root(name) in roots}
+        loops = nb.compute_cfg_from_blocks(blocks).loops()
+        self.plans = self._plans(blocks, loops, builds, appends, iternexts)
+        self.appended_while_walked = self._walked_and_appended(loops, appends, iternexts)
+
+    def root(self, name: str) -> str:
+        while self.parent.setdefault(name, name) != name:
+            name = self.parent[name]
+        return name
+
+    def _union(self, a: str, b: str) -> None:
+        self.parent[self.root(a)] = self.root(b)
+
+    def _scan(self, label, stmt, builds, mutated, appends, iternexts) -> None:
+        if isinstance(stmt, (ir.SetItem, ir.StaticSetItem)):
+            mutated.add(stmt.target.name)
+        if not isinstance(stmt, ir.Assign):
+            return
+        value, name = stmt.value, stmt.target.name
+        if isinstance(value, ir.Var):
+            self._union(name, value.name)
+        elif not isinstance(value, ir.Expr):
+            return
+        elif value.op == "phi":
+            for v in value.incoming_values:
+                if isinstance(v, ir.Var):
+                    self._union(name, v.name)
+        elif value.op == "build_list":
+            builds[name] = label
+        elif value.op == "getattr" and value.attr in _LIST_MUTATORS:
+            mutated.add(value.value.name)
+            if value.attr == "append":
+                appends.append((label, value.value.name))
+        elif value.op == "iternext":
+            iternexts.append((label, value.value.name))
+        elif value.op == "getiter":
+            self._getiters.append((name, value.value.name))
+
+    def _walked_and_appended(self, loops, appends, iternexts) -> set:
+        """Alias roots of lists a for loop walks while its body appends to them (Python's loop
+        would see the new entries; moonlite's walks the entries the list had: refused)."""
+        found = set()
+        for iterator, walked in self._getiters:
+            for header, loop in loops.items():
+                if not any(label in loop.body and self.root(var) == self.root(iterator)
+                           for label, var in iternexts):
+                    continue
+                if any(label in loop.body and self.root(var) == self.root(walked)
+                       for label, var in appends):
+                    found.add(self.root(walked))
+        return found
+
+    def _plans(self, blocks, loops, builds, appends, iternexts) -> dict:
+        enclosing = {label: frozenset(h for h, loop in loops.items() if label in loop.body)
+                     for label in blocks}
+        plans = {}
+        for name, build_label in builds.items():
+            if name not in self.growing:
+                continue
+            sites = [label for label, var in appends if self.root(var) == self.root(name)]
+            nests = {enclosing[label] for label in sites} - {enclosing[build_label]}
+            if len(nests) != 1 or not enclosing[build_label] < next(iter(nests)):
+                continue  # no loop, or appends in several loops
+            (nest,) = nests
+            header = next((h for h in nest if enclosing[h] == nest), None)  # the innermost
+            if header is None:
+                continue
+            body = frozenset(label for label in loops[header].body if enclosing[label] == nest)
+            iterators = {self.root(var) for label, var in iternexts if label in body}
+            if len(iterators) == 1:  # a for loop (a while loop has no iterator)
+                count = sum(1 for label in sites if enclosing[label] == nest)
+                plans[name] = LoopPlan(iterators.pop(), body, count)
+        return plans

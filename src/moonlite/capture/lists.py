@@ -1,0 +1,305 @@
+"""Lists a kernel builds by appending (`ys = []; for ...: ys.append(v)`, list comprehensions)
+become arrays (issue #20).
+
+numba types such a list as a reflected list of scalars; moonlite IR has no lists. The importer
+keeps a growing list as two IR values, a buffer array and a length, and every statement that
+touches the list updates them: `append` grows the buffer when it is full (doubling, so appends
+cost amortised O(1)) and writes the entry; reads see `buffer[:length]`. The AD passes then see
+only array allocations, copies, reads and writes, which every mode already differentiates (the
+buffer holds the derivatives of what was appended).
+
+The buffer and length change inside loops and branches, but no numba variable names them, so the
+importer keeps their SSA form itself: each block starts with the state its one predecessor ended
+with, or with phis of the predecessors' states at a join (loop headers included), filled once
+every block is imported; phis nobody reads are removed with the dead code.
+
+Uses that need a real list are refused with a message naming them: passing the list to a
+function, returning it, methods other than `append`, lists of arrays or tuples, a variable
+rebound to another list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _numba as nb
+from ..ir.core import Value
+from ..ir.types import ArrayType, IntType, from_numba, int64, none
+from .iterators import range_length
+from .list_plans import ListAnalysis
+
+nbt = nb.types
+ir = nb.ir
+
+
+def _grown_py(buffer, length):
+    if length < buffer.shape[0]:
+        return buffer
+    bigger = np.empty(2 * length + 4, buffer.dtype)
+    bigger[:length] = buffer[:length]
+    return bigger
+
+
+def _reserved_py(buffer, length, extra):
+    if length + extra <= buffer.shape[0]:
+        return buffer
+    bigger = np.empty(max(length + extra, 2 * buffer.shape[0]), buffer.dtype)  # amortised
+    bigger[:length] = buffer[:length]
+    return bigger
+
+
+def _check_room_py(buffer, length):
+    if length >= buffer.shape[0]:
+        raise RuntimeError("moonlite: a list outgrew the room reserved for it before its loop "
+                           "(a moonlite bug: please report the kernel)")
+    return None
+
+
+def _list_position_py(index, length):
+    if index < 0:
+        index += length
+    if index < 0 or index >= length:
+        raise IndexError("list index out of range")
+    return index
+
+
+# The buffer with room for one more entry (itself while there is room).
+grown = nb.njit(cache=True)(_grown_py)
+# The buffer with room for `extra` more entries, reserved before the loop that appends them.
+reserved = nb.njit(cache=True)(_reserved_py)
+# An append inside that loop only checks the room is there (it always is: see list_plans.py).
+check_room = nb.njit(cache=True)(_check_room_py)
+# A list index made non-negative and checked as a list checks it (always, not only under
+# boundscheck: the buffer's spare capacity must never be read).
+list_position = nb.njit(cache=True)(_list_position_py)
+
+# Python's calls that read a list as numba does an array of its entries
+_READS = {np.array: "copy", np.asarray: "copy", sum: "sum", len: "len", min: "min", max: "max"}
+
+
+@dataclass(eq=False)
+class GrowingList:
+    """A list the kernel appends to: its element type and the block that builds it."""
+
+    element: object  # moonlite scalar type
+    label: int  # numba label of the block holding the `build_list`
+    plan: object = None  # the LoopPlan of its appends, if they have one
+    reserved: bool = False  # room for the plan's loop reserved
+
+    @property
+    def buffer_type(self) -> ArrayType:
+        return ArrayType(self.element, 1, "C")
+
+
+@dataclass(eq=False)
+class ListMethod:
+    """`ys.append` and friends, consumed by the call."""
+
+    target: GrowingList
+    name: str
+
+
+class GrowingLists:
+    """Mixin of `Importer`: the state of each growing list, block by block."""
+
+    def _init_growing_lists(self) -> None:
+        self.list_analysis = ListAnalysis(self.fir.blocks)
+        self.appended = self.list_analysis.growing
+        self.started_loops: dict = {}  # alias-class root of an iterator -> its CountedLoop
+        self.list_state: dict = {}  # GrowingList -> (buffer, length) where the import stands
+        self.list_end_states: dict = {}  # numba label -> that dict at the block's end
+        self.list_phis: list = []  # (label, GrowingList, buffer phi, length phi)
+        self.pending_list_phis: list = []  # (numba phi, the GrowingList it was bound to)
+        cfg = nb.compute_cfg_from_blocks(self.fir.blocks)
+        self._numba_preds = {label: [p for p, _ in cfg.predecessors(label)]
+                             for label in self.fir.blocks}
+        self._numba_doms = cfg.dominators()
+
+    def _enter_block_lists(self, label) -> None:
+        """The state of every list built in a block dominating `label`, as the block starts."""
+        known = {lst for states in self.list_end_states.values() for lst in states}
+        self.list_state = {}
+        preds = self._numba_preds.get(label, [])
+        for lst in known:
+            if lst.label == label or lst.label not in self._numba_doms[label]:
+                continue
+            if len(preds) == 1 and preds[0] in self.list_end_states:
+                state = self.list_end_states[preds[0]].get(lst)
+                if state is not None:
+                    self.list_state[lst] = state
+                continue
+            buffer = self.b.phi(lst.buffer_type, hint="list")
+            length = self.b.phi(int64, hint="len")
+            self.list_phis.append((label, lst, buffer, length))
+            self.list_state[lst] = (buffer.result, length.result)
+
+    def _leave_block_lists(self, label) -> None:
+        self.list_end_states[label] = dict(self.list_state)
+
+    def _fill_list_phis(self, preds: dict, label_of: dict) -> None:
+        for label, lst, buffer, length in self.list_phis:
+            block = self.blocks[label]
+            for pred in preds[block]:
+                state = self.list_end_states.get(label_of.get(pred), {}).get(lst)
+                if state is None:
+                    state = (self._undef(lst.buffer_type), self._undef(int64))
+                buffer.add_incoming(pred, state[0])
+                length.add_incoming(pred, state[1])
+
+    def list_phi(self, expr, target) -> GrowingList:
+        """numba's phi of a list variable: the one growing list every incoming value names
+        (checked once all blocks are imported: `_check_list_phis`)."""
+        bound = {id(b): b for b in (self.bindings.get(v.name) for v in expr.incoming_values
+                                    if isinstance(v, ir.Var)) if b is not None}
+        lists = [b for b in bound.values() if isinstance(b, GrowingList)]
+        if len(lists) != 1 or len(bound) != 1:
+            self._refuse_rebound_list()
+        self.pending_list_phis.append((expr, lists[0]))
+        return lists[0]
+
+    def _check_list_phis(self) -> None:
+        for expr, lst in self.pending_list_phis:
+            for v in expr.incoming_values:
+                if isinstance(v, ir.Var) and self.bindings.get(v.name) is not lst:
+                    self._refuse_rebound_list()
+
+    def _refuse_rebound_list(self):
+        self.unsupported("a list variable bound to different lists on different paths "
+                         "(a list, or a list rebuilt in a loop or a branch)",
+                         "give each list its own name, or fill a preallocated numpy array")
+
+    def _remove_trivial_list_phis(self) -> None:
+        """Drop the list phis whose incoming values are all one value (or the phi itself): at
+        most joins the list is the same before and after, and a buffer phi left at a loop
+        header would make the reverse pass tape the buffer at every iteration."""
+        phis = [phi for _, _, buffer, length in self.list_phis for phi in (buffer, length)]
+        same: dict = {}
+
+        def resolve(v):
+            while v in same:
+                v = same[v]
+            return v
+
+        changed = True
+        while changed:
+            changed = False
+            for phi in phis:
+                incoming = {resolve(v) for v in phi.operands} - {phi.result}
+                if phi.result not in same and len(incoming) == 1:
+                    same[phi.result] = incoming.pop()
+                    changed = True
+        if not same:
+            return
+        for op in list(self.b.function.ops()):
+            op.operands = tuple(resolve(v) for v in op.operands)
+        for phi in phis:
+            if phi.result in same:
+                phi.block.ops.remove(phi)
+
+    # --- building and appending ------------------------------------------------------------------
+
+    def _build_growing_list(self, expr, target) -> GrowingList:
+        element = self.typemap[target.name].dtype
+        if not isinstance(element, (nbt.Float, nbt.Integer, nbt.Boolean)):
+            self.unsupported(f"appending to a list of {element}",
+                             "append numbers only, or fill a preallocated numpy array")
+        lst = GrowingList(from_numba(element), self._label,
+                          self.list_analysis.plans.get(target.name))
+        buffer = self.b.call(np.empty, [self.b.const(max(len(expr.items), 4), int64),
+                                        self.dtype_ref(element)], None, lst.buffer_type)
+        for k, var in enumerate(expr.items):
+            self.b.setitem(buffer, self.b.const(k, int64),
+                           self._coerce(self.value(var), lst.element))
+        self.list_state[lst] = (buffer, self.b.const(len(expr.items), int64))
+        loop = self.started_loops.get(lst.plan.iterator) if lst.plan else None
+        if loop is not None:  # a comprehension: numba calls getiter before build_list
+            self._reserve(lst, loop)
+        return lst
+
+    def loop_started(self, iterator_name: str, loop) -> None:
+        """A for loop's iterator is made: reserve room in the lists it appends to."""
+        root = self.list_analysis.root(iterator_name)
+        self.started_loops[root] = loop
+        for lst in list(self.list_state):
+            if lst.plan is not None and lst.plan.iterator == root:
+                self._reserve(lst, loop)
+
+    def _reserve(self, lst: GrowingList, loop) -> None:
+        buffer, length = self.list_state[lst]
+        trips = self.b.call(range_length, [loop.start, loop.stop, loop.step], None, int64)
+        extra = self.b.mul(trips, self.b.const(lst.plan.appends_per_iteration, int64))
+        buffer = self.b.call(reserved, [buffer, length, extra], None, lst.buffer_type)
+        self.list_state[lst] = (buffer, length)
+        lst.reserved = True
+
+    def dtype_ref(self, element) -> Value:
+        """`np.float64` (...) as an argument of `np.empty`, for a numba scalar type."""
+        return self.b.global_ref(np.dtype(str(element)).type,
+                                 from_numba(nbt.NumberClass(element)))
+
+    def _state(self, lst: GrowingList) -> tuple:
+        state = self.list_state.get(lst)
+        if state is None:
+            self.unsupported("a list read where it may not have been built (built in a loop or "
+                             "a branch, read after it)", "build the list before the loop")
+        return state
+
+    def _list_method_call(self, method: ListMethod, expr, target):
+        if method.name != "append" or len(expr.args) != 1 or expr.kws or expr.vararg:
+            self.unsupported(f"list.{method.name}() on a list the kernel builds",
+                             "only append() is supported: fill a numpy array instead")
+        lst = method.target
+        buffer, length = self._state(lst)
+        value = self._coerce(self.value(expr.args[0]), lst.element)
+        if lst.reserved and self._label in lst.plan.body:
+            self.b.call(check_room, [buffer, length], None, none)
+        else:
+            buffer = self.b.call(grown, [buffer, length], None, lst.buffer_type)
+        self.b.setitem(buffer, length, value)
+        self.list_state[lst] = (buffer, self.b.add(length, self.b.const(1, int64)))
+        return self.b.const(None, none)
+
+    # --- reads ------------------------------------------------------------------------------------
+
+    def list_entries(self, lst: GrowingList) -> Value:
+        """`buffer[:length]`: the list's entries as an array view."""
+        buffer, length = self._state(lst)
+        none_ = self.b.const(None, none)
+        return self.b.getitem(buffer, self.b.build_slice(none_, length, none_),
+                              lst.buffer_type)
+
+    def _entry_position(self, lst: GrowingList, index: Value) -> Value:
+        if not isinstance(index.type, IntType):
+            self.unsupported(f"indexing a list with {index.type}", "index it with an integer")
+        buffer, length = self._state(lst)
+        return self.b.call(list_position, [self._coerce(index, int64), length], None, int64)
+
+    def list_getitem(self, lst: GrowingList, index: Value) -> Value:
+        buffer, _ = self._state(lst)
+        return self.b.getitem(buffer, self._entry_position(lst, index), lst.element)
+
+    def list_setitem(self, lst: GrowingList, index: Value, value: Value) -> None:
+        buffer, _ = self._state(lst)
+        self.b.setitem(buffer, self._entry_position(lst, index), self._coerce(value,
+                                                                                 lst.element))
+
+    def call_reading_a_list(self, fn, expr, target):
+        """`np.array(ys)`, `sum(ys)`, `len(ys)`, `min(ys)`, `max(ys)` of a growing list, or None
+        if the call is no such read."""
+        if len(expr.args) != 1 or expr.kws or expr.vararg is not None:
+            return None
+        lst = self.lookup(expr.args[0])
+        kind = next((k for f, k in _READS.items() if f is fn), None) \
+            if isinstance(lst, GrowingList) else None
+        if kind is None:
+            return None
+        result_type = self.type_of(target)
+        if kind == "len":
+            return self._state(lst)[1]
+        entries = self.list_entries(lst)
+        if kind == "copy":
+            return self.b.call(np.copy, [entries], None, result_type)
+        reduce = {"sum": np.sum, "min": np.min, "max": np.max}[kind]
+        return self._coerce(self.b.call(reduce, [entries], None, lst.element), result_type)

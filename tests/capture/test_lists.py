@@ -1,0 +1,214 @@
+"""Lists built by appending (`capture/lists.py`) and numba's rewrite of `np.array([... for
+...])`: values as numba computes them, derivatives in every mode against finite differences
+(`check_rule`), list semantics kept (index checks, growth past the first buffer), and the uses
+moonlite refuses, refused by name. The corpus kernels (`tests/corpus/constructs.py`, "lists
+built by appending") are checked in `test_constructs.py`."""
+
+import numba
+import numpy as np
+import pytest
+
+import moonlite
+from moonlite.errors import UnsupportedError
+from moonlite.testing import check_rule
+
+
+@numba.njit
+def strided_comprehension(x):
+    # numba rewrites this np.array(...) into a preallocated array of length_of_iterator()
+    picked = np.array([x[i] * x[i - 1] for i in range(x.shape[0] - 1, 0, -2)])
+    return np.sum(np.sin(picked))
+
+
+@numba.njit
+def many_appends(x, repeats):
+    values = []
+    for _ in range(repeats):
+        for v in x:
+            values.append(v * v)
+    out = np.array(values)
+    return np.sum(out * np.arange(out.shape[0]))
+
+
+@numba.njit
+def read_entry(x, i):
+    values = [2.0 * v for v in x if v > 0.0]
+    return values[i] * x[0]
+
+
+@numba.njit
+def written_entry(x, i):
+    values = []
+    for v in x:
+        values.append(v)
+    values[i] = values[i] ** 3
+    return np.sum(np.array(values) ** 2)
+
+
+@numba.njit
+def maybe_empty(x, threshold):
+    kept = np.array([v for v in x if v > threshold])
+    return kept.shape[0] + np.sum(kept) + x[0]
+
+
+@numba.njit
+def appends_before_in_and_after_a_loop(x):
+    ys = [x[0]]
+    ys.append(x[1] * 2.0)
+    for v in x:
+        ys.append(v * v)
+        if v > 0.0:
+            ys.append(np.sin(v))
+    ys.append(x[-1])
+    return np.sum(np.array(ys) * np.arange(len(ys)))
+
+
+@numba.njit
+def one_list_per_row(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        row = []
+        for j in range(x.shape[0]):
+            if j != i:
+                row.append(x[i] * x[j])
+        s += sum(row) * max(row)
+    return s
+
+
+def test_a_strided_comprehension_numba_preallocates():
+    x = np.linspace(-1.0, 1.2, 7)
+    np.testing.assert_allclose(moonlite.value_and_grad(strided_comprehension)(x)[0],
+                               strided_comprehension(x))
+    check_rule(strided_comprehension, x, second_order=True)
+
+
+def test_a_list_grows_past_its_first_buffer():
+    x = np.array([0.3, -0.5, 1.1])
+    check_rule(many_appends, x, 40, second_order=True)  # 120 entries: the buffer doubles 5 times
+
+
+def test_appends_around_a_loop_and_a_list_per_iteration():
+    x = np.array([0.4, -0.3, 0.9, 1.3])
+    check_rule(appends_before_in_and_after_a_loop, x, second_order=True)
+    check_rule(one_list_per_row, x, second_order=True)
+
+
+def test_a_list_appended_in_a_for_loop_is_no_loop_carried_array():
+    # the room is reserved as the loop starts (capture/list_plans.py): the reverse pass then
+    # tapes no array per iteration (it did, 13-30x the primal's time instead of 2-3x)
+    for kernel, args in ((maybe_empty, (np.ones(3), 0.5)),
+                         (appends_before_in_and_after_a_loop, (np.ones(3),))):
+        rule = moonlite.build_rrule(kernel, *args)
+        assert "tape<array" not in str(rule.ir)
+
+
+def test_entries_read_and_written_at_run_time_indices():
+    x = np.array([0.4, -0.3, 0.9, 1.3])
+    for i in (0, 2, -1, -3):
+        check_rule(read_entry, x, i, second_order=True)
+        check_rule(written_entry, x, i, second_order=True)
+
+
+@pytest.mark.parametrize("i", [3, -4])
+def test_an_index_past_the_entries_raises_as_numba_does(i):
+    x = np.array([0.4, -0.3, 0.9, 1.3])  # three entries are kept; the buffer holds four
+    with pytest.raises(IndexError):
+        read_entry(x, i)
+    with pytest.raises(IndexError, match="list index out of range"):
+        moonlite.grad(read_entry)(x, i)
+    with pytest.raises(IndexError, match="list index out of range"):
+        moonlite.jvp(read_entry, (x, i), (np.ones(4), None))
+
+
+def test_an_empty_list():
+    x = np.array([0.1, 0.2])
+    value, grad = moonlite.value_and_grad(maybe_empty)(x, 5.0)
+    assert value == maybe_empty(x, 5.0)
+    np.testing.assert_array_equal(grad, [1.0, 0.0])
+    check_rule(maybe_empty, x, -5.0, second_order=True)
+
+
+@numba.njit
+def _total(values):
+    s = 0.0
+    for v in values:
+        s += v
+    return s
+
+
+@numba.njit
+def passes_it_on(x):
+    values = []
+    for v in x:
+        values.append(v)
+    return _total(values)
+
+
+@numba.njit
+def returns_it(x):
+    values = [x[0]]
+    values.append(x[1])
+    return values
+
+
+@numba.njit
+def pops(x):
+    values = [v for v in x]
+    return values.pop() + values[0]
+
+
+@numba.njit
+def appends_arrays(x):
+    rows = []
+    for i in range(x.shape[0] - 1):
+        rows.append(x[i:i + 2])
+    return rows[0][0]
+
+
+@numba.njit
+def rebuilt_in_a_loop(x):
+    values = [0.0]
+    for v in x:
+        values = [v]
+        values.append(v * v)
+    return np.sum(np.array(values))
+
+
+@numba.njit
+def concatenated(x):
+    a = [v for v in x]
+    b = a + a
+    return b[0]
+
+
+@pytest.mark.parametrize("kernel, construct", [
+    (passes_it_on, "a list built by append used other than read"),
+    (returns_it, "a list built by append used other than read"),
+    (pops, r"list.pop\(\)"),
+    (appends_arrays, "appending to a list of array"),
+    (rebuilt_in_a_loop, "bound to different lists"),
+    (concatenated, "a list built by append used other than read"),
+])
+def test_uses_that_need_a_real_list_are_refused(kernel, construct):
+    x = np.array([0.4, -0.3, 0.9])
+    kernel(x)  # numba compiles it
+    for derive in (lambda: moonlite.grad(kernel)(x),
+                   lambda: moonlite.jvp(kernel, (x,), (np.ones(3),))):
+        with pytest.raises(UnsupportedError, match=construct):
+            derive()
+
+
+@numba.njit
+def walks_while_appending(x):
+    ys = [x[0], x[1]]
+    for y in ys:
+        if len(ys) < 5:
+            ys.append(y * 2.0)
+    return sum(ys)
+
+
+def test_a_loop_over_a_list_appending_to_it_is_refused():
+    x = np.array([0.4, -0.3, 0.9])
+    assert walks_while_appending(x) == 0.4 - 0.3 + 0.8 - 0.6 + 1.6  # numba sees new entries
+    with pytest.raises(UnsupportedError, match="a for loop over a list that appends to the same"):
+        moonlite.grad(walks_while_appending)(x)
