@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .gen_lists import LIST_FEATURES, list_block
+
 MAX_EXPR_DEPTH = 2
 MAX_BLOCK_DEPTH = 2
 
@@ -659,7 +661,7 @@ WIDE_FEATURES = frozenset({
     "sentinel_min", "sentinel_array", "softmin_exp", "softmin_log", "softmin_tuple",
     # powers: x ** 0.0 and x ** float(i) with x possibly exactly 0; smooth x ** y
     "pow_zero", "pow_loop_exponent", "pow_var",
-})
+}) | LIST_FEATURES
 
 
 # groups of constructs; each wide kernel writes those of a random subset ("swarm testing": a
@@ -719,11 +721,16 @@ class _WideGen(_Gen):
         self.fixed: dict = {}  # argument name -> flat indices held at exactly 0.0
         self.n = 2
         self.groups: frozenset = frozenset(WIDE_GROUPS)
+        # the lists group draws from its own stream (gen_lists.py): kernels without it are
+        # the text they were before it existed
+        self.lists_rng = random.Random(f"moonlite-fuzz-wide-lists-{seed}")
 
     # ---- the module
     def source(self) -> tuple:
         groups = [g for g in WIDE_GROUPS if self.chance(WIDE_GROUP_CHANCE)]
         self.groups = frozenset(groups or [self.r.choice(WIDE_GROUPS)])
+        if self.lists_rng.random() < WIDE_GROUP_CHANCE:
+            self.groups |= {"lists"}
         self.n = self.r.randint(2, 5)
         for index in range(self.r.choice([1, 1, 2])):
             self.helper(index)
@@ -732,7 +739,8 @@ class _WideGen(_Gen):
             self.features.add("fixed_zero_input")
         fixed = {k: tuple(v) for k, v in self.fixed.items()}
         text = (f"# moonlite fuzz kernel, wide profile, seed {self.seed}\n"
-                f"# construct groups: {', '.join(g for g in WIDE_GROUPS if g in self.groups)}\n"
+                f"# construct groups: "
+                f"{', '.join(g for g in WIDE_GROUPS + ('lists',) if g in self.groups)}\n"
                 + WIDE_HEADER
                 + "# argument entries (flat indices) the checker sets to exactly 0.0 and never "
                   "moves\n" + f"FIXED_ZEROS = {fixed!r}\n\n\n")
@@ -1422,6 +1430,9 @@ class _WideGen(_Gen):
         targets = [acc] + floats
         for _ in range(self.r.randint(3, 5)):
             self.stmt(s, 1, 0, targets)
+        if "lists" in self.groups:
+            made = list_block(self.lists_rng, s, self.fresh, self.emit, self.features)
+            self.emit(1, f"{acc} += {made}")
         parts = [acc] + [v for v in s.floats if v not in floats][-4:]
         if s.arrays and self.chance(0.7):
             a = self.r.choice(s.arrays)

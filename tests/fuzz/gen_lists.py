@@ -1,0 +1,90 @@
+"""The wide profile's lists (issue #20): a block at the end of a kernel that builds a list of
+floats from what is in scope (a comprehension over an array or a range, filtered by the index,
+appends in a for loop and under a branch, appends in a while loop that reads the list back) and
+reduces it to a float (`sum`, `np.array(...)`, `max`, `len`, an index, a for loop over it).
+
+The block draws from its own random stream (`rng`) and reads names only, never drawing from the
+kernel's stream: a seed's kernel without the "lists" group is the same text as before the group
+existed, and one with it is that text plus this block (the regression seeds keep what they test).
+Filters test the index, not the values, so that finite differences never move an entry across a
+filter.
+"""
+
+from __future__ import annotations
+
+LIST_FEATURES = frozenset({
+    "list_comprehension", "list_comprehension_range", "list_filtered", "list_append_loop",
+    "list_append_branch", "list_while", "list_sum", "list_np_array", "list_max", "list_len",
+    "list_index", "list_iterated",
+})
+
+_MAPS = ("np.sin({v}) * {f}", "{v} * {v} + {f}", "np.tanh({v} + {f})", "{v} * {f} - 0.5")
+
+
+def list_block(rng, scope, fresh, emit, features: set, indent: int = 1) -> str:
+    """Emit the block; return the name of the float it leaves."""
+    f = rng.choice(scope.floats) if scope.floats else "1.0"
+    name = fresh("lst")
+    _build(rng, scope, f, name, emit, features, indent)
+    out = fresh("r")
+    _reduce(rng, name, f, out, emit, features, indent)
+    return out
+
+
+def _build(rng, scope, f, name, emit, features, indent) -> None:
+    form = rng.choice(["comprehension", "range", "loop", "while"] if scope.arrays
+                      else ["range", "while"])
+    g = rng.choice(_MAPS)
+    if form == "comprehension":
+        features.add("list_comprehension")
+        a = rng.choice(scope.arrays)
+        emit(indent, f"{name} = [{g.format(v='v', f=f)} for v in {a}]")
+    elif form == "range":
+        features.add("list_comprehension_range")
+        a = rng.choice(scope.arrays) if scope.arrays else None
+        source = f"{a}[i]" if a else f"{f} * (i + 1)"
+        stop = f"len({a})" if a else "3"
+        keep = ""
+        if rng.random() < 0.5:
+            features.add("list_filtered")
+            keep = " if i % 2 == 0"  # i = 0 is kept: never empty
+        emit(indent, f"{name} = [{g.format(v=source, f=f)} for i in range({stop}){keep}]")
+    elif form == "loop":
+        features.add("list_append_loop")
+        a = rng.choice(scope.arrays)
+        emit(indent, f"{name} = [{f}]" if rng.random() < 0.5 else f"{name} = []")
+        emit(indent, f"for i in range(len({a})):")
+        emit(indent + 1, f"{name}.append({g.format(v=f'{a}[i]', f=f)})")
+        if rng.random() < 0.5:
+            features.add("list_append_branch")
+            emit(indent + 1, "if i % 2 == 1:")
+            emit(indent + 2, f"{name}.append({name}[-1] * {f})")
+    else:
+        features.add("list_while")
+        emit(indent, f"{name} = [{f}]")
+        emit(indent, f"while len({name}) < {rng.choice([3, 4, 6])}:")
+        emit(indent + 1, f"{name}.append(np.sin({name}[-1]) + 0.5 * {f})")
+
+
+def _reduce(rng, name, f, out, emit, features, indent) -> None:
+    form = rng.choice(["sum", "array", "max", "len", "index", "iterate"])
+    if form == "sum":
+        features.add("list_sum")
+        emit(indent, f"{out} = sum({name})")
+    elif form == "array":
+        features.add("list_np_array")
+        emit(indent, f"{out} = np.sum(np.array({name}) ** 2)")
+    elif form == "max":
+        features.add("list_max")
+        emit(indent, f"{out} = max({name}) + sum({name})")
+    elif form == "len":
+        features.add("list_len")
+        emit(indent, f"{out} = sum({name}) / len({name})")
+    elif form == "index":
+        features.add("list_index")
+        emit(indent, f"{out} = {name}[0] * {name}[-1] + {name}[len({name}) // 2]")
+    else:
+        features.add("list_iterated")
+        emit(indent, f"{out} = 0.0")
+        emit(indent, f"for k, v in enumerate({name}):")
+        emit(indent + 1, f"{out} += v * (k + 1)")
