@@ -212,3 +212,24 @@ def test_a_loop_over_a_list_appending_to_it_is_refused():
     assert walks_while_appending(x) == 0.4 - 0.3 + 0.8 - 0.6 + 1.6  # numba sees new entries
     with pytest.raises(UnsupportedError, match="a for loop over a list that appends to the same"):
         moonlite.grad(walks_while_appending)(x)
+
+
+@numba.njit
+def binned_energy(x, nbins):
+    acc = [0.0] * nbins  # a list of zeros, written by index
+    counts = nbins * [0]
+    for v in x:
+        k = min(int(abs(v) * nbins), nbins - 1)
+        acc[k] += v * v
+        counts[k] += 1
+    total = 0.0
+    for k in range(nbins):
+        total += acc[k] ** 2 / (counts[k] + 1)
+    return total + len([1.0] * -2)
+
+
+def test_a_repeated_list_written_by_index():
+    x = np.array([0.15, -0.62, 0.33, 0.91, -0.05])
+    value, _ = moonlite.value_and_grad(binned_energy)(x, 4)
+    assert value == binned_energy(x, 4)
+    check_rule(binned_energy, x, 4, second_order=True)

@@ -350,6 +350,8 @@ class Importer(ConstructReads, GrowingLists, LoopReads):
     # --- expressions -----------------------------------------------------------------------------
 
     def ex_binop(self, expr, target):
+        if expr.fn is operator.mul and isinstance(self.typemap[target.name], nbt.List):
+            return self.repeated_list(expr, target)
         if expr.fn in (operator.eq, operator.ne) and all(
                 is_string(self.type_of(v)) for v in (expr.lhs, expr.rhs)):
             # a string compared (`method == "euler"`): a call of the operator, a flag without

@@ -29,6 +29,7 @@ from ..ir.core import Value
 from ..ir.types import ArrayType, IntType, from_numba, int64, none
 from .iterators import range_length
 from .list_plans import ListAnalysis
+from .statics import ListLiteral
 
 nbt = nb.types
 ir = nb.ir
@@ -233,6 +234,23 @@ class GrowingLists:
         buffer = self.b.call(reserved, [buffer, length, extra], None, lst.buffer_type)
         self.list_state[lst] = (buffer, length)
         lst.reserved = True
+
+    def repeated_list(self, expr, target) -> GrowingList:
+        """`[v] * n` (or `n * [v]`): a list of n copies of v (none for n <= 0), as a buffer
+        `np.full(n, v)` with its length."""
+        lhs, rhs = self.lookup(expr.lhs), self.lookup(expr.rhs)
+        literal, count = (lhs, expr.rhs) if isinstance(lhs, ListLiteral) else (rhs, expr.lhs)
+        element = self.typemap[target.name].dtype
+        if not isinstance(literal, ListLiteral) or len(literal.items) != 1 \
+                or not isinstance(element, (nbt.Float, nbt.Integer, nbt.Boolean)):
+            self.unsupported("repeating a list other than `[number] * n`",
+                             "fill a numpy array (np.full, np.tile)")
+        lst = GrowingList(from_numba(element), self._label)
+        n = self.b.call(max, [self._coerce(self.value(count), int64), self.b.const(0, int64)],
+                        None, int64)
+        value = self._coerce(literal.items[0], lst.element)
+        self.list_state[lst] = (self.b.call(np.full, [n, value], None, lst.buffer_type), n)
+        return lst
 
     def dtype_ref(self, element) -> Value:
         """`np.float64` (...) as an argument of `np.empty`, for a numba scalar type."""
