@@ -11,6 +11,7 @@ import pytest
 import moonlite
 from moonlite.errors import UnsupportedError
 from moonlite.testing import check_rule
+from tests.capture.test_constructs import _total
 
 
 @numba.njit
@@ -126,14 +127,6 @@ def test_an_empty_list():
     assert value == maybe_empty(x, 5.0)
     np.testing.assert_array_equal(grad, [1.0, 0.0])
     check_rule(maybe_empty, x, -5.0, second_order=True)
-
-
-@numba.njit
-def _total(values):
-    s = 0.0
-    for v in values:
-        s += v
-    return s
 
 
 @numba.njit

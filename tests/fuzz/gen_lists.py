@@ -66,25 +66,24 @@ def _build(rng, scope, f, name, emit, features, indent) -> None:
         emit(indent + 1, f"{name}.append(np.sin({name}[-1]) + 0.5 * {f})")
 
 
+# one-line reductions of a list {l} to a float: (feature, text)
+_REDUCTIONS = {
+    "sum": ("list_sum", "sum({l})"),
+    "array": ("list_np_array", "np.sum(np.array({l}) ** 2)"),
+    "max": ("list_max", "max({l}) + sum({l})"),
+    "len": ("list_len", "sum({l}) / len({l})"),
+    "index": ("list_index", "{l}[0] * {l}[-1] + {l}[len({l}) // 2]"),
+}
+
+
 def _reduce(rng, name, f, out, emit, features, indent) -> None:
     form = rng.choice(["sum", "array", "max", "len", "index", "iterate"])
-    if form == "sum":
-        features.add("list_sum")
-        emit(indent, f"{out} = sum({name})")
-    elif form == "array":
-        features.add("list_np_array")
-        emit(indent, f"{out} = np.sum(np.array({name}) ** 2)")
-    elif form == "max":
-        features.add("list_max")
-        emit(indent, f"{out} = max({name}) + sum({name})")
-    elif form == "len":
-        features.add("list_len")
-        emit(indent, f"{out} = sum({name}) / len({name})")
-    elif form == "index":
-        features.add("list_index")
-        emit(indent, f"{out} = {name}[0] * {name}[-1] + {name}[len({name}) // 2]")
-    else:
-        features.add("list_iterated")
-        emit(indent, f"{out} = 0.0")
-        emit(indent, f"for k, v in enumerate({name}):")
-        emit(indent + 1, f"{out} += v * (k + 1)")
+    if form in _REDUCTIONS:
+        feature, text = _REDUCTIONS[form]
+        features.add(feature)
+        emit(indent, f"{out} = {text.format(l=name)}")
+        return
+    features.add("list_iterated")
+    emit(indent, f"{out} = 0.0")
+    emit(indent, f"for k, v in enumerate({name}):")
+    emit(indent + 1, f"{out} += v * (k + 1)")
