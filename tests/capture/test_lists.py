@@ -85,13 +85,13 @@ def test_a_strided_comprehension_numba_preallocates():
 
 def test_a_list_grows_past_its_first_buffer():
     x = np.array([0.3, -0.5, 1.1])
-    check_rule(many_appends, x, 40, second_order=True)  # 120 entries: the buffer doubles 5 times
+    check_rule(many_appends, x, 40)  # 120 entries: the buffer doubles 5 times
 
 
 def test_appends_around_a_loop_and_a_list_per_iteration():
     x = np.array([0.4, -0.3, 0.9, 1.3])
     check_rule(appends_before_in_and_after_a_loop, x, second_order=True)
-    check_rule(one_list_per_row, x, second_order=True)
+    check_rule(one_list_per_row, x)
 
 
 def test_a_list_appended_in_a_for_loop_is_no_loop_carried_array():
