@@ -226,3 +226,19 @@ def test_a_repeated_list_written_by_index():
     value, _ = moonlite.value_and_grad(binned_energy)(x, 4)
     assert value == binned_energy(x, 4)
     check_rule(binned_energy, x, 4, second_order=True)
+
+
+@numba.njit
+def lists_of_other_numbers(x):
+    flags = [v > 0.2 for v in x]
+    ints = [int(v * 10) for v in x]
+    small = [np.float32(v) for v in x]
+    return sum(flags) * x[0] + sum(ints) * x[1] + sum(small) * x[2] + max(small) + min(ints)
+
+
+def test_lists_of_bools_ints_and_float32():
+    x = np.array([0.3, -0.5, 0.9])
+    value, grad = moonlite.value_and_grad(lists_of_other_numbers)(x)
+    assert value == lists_of_other_numbers(x)
+    # sum(flags) = 2, sum(ints) = 7; sum(small) and max(small) are float32 (rounding)
+    np.testing.assert_allclose(grad, [2.0 + 0.9, 7.0 + 0.9, 0.3 - 0.5 + 0.9 + 1.0], rtol=1e-6)

@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import _numba as nb
 from ..ir.core import Value
-from ..ir.types import ArrayType, IntType, from_numba, int64, none
+from ..ir.types import ArrayType, BoolType, IntType, from_numba, int64, none
 from .iterators import range_length
 from .list_plans import ListAnalysis
 from .statics import ListLiteral
@@ -320,4 +320,5 @@ class GrowingLists:
         if kind == "copy":
             return self.b.call(np.copy, [entries], None, result_type)
         reduce = {"sum": np.sum, "min": np.min, "max": np.max}[kind]
-        return self._coerce(self.b.call(reduce, [entries], None, lst.element), result_type)
+        reduced = int64 if kind == "sum" and isinstance(lst.element, BoolType) else lst.element
+        return self._coerce(self.b.call(reduce, [entries], None, reduced), result_type)
