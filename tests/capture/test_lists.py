@@ -241,4 +241,5 @@ def test_lists_of_bools_ints_and_float32():
     value, grad = moonlite.value_and_grad(lists_of_other_numbers)(x)
     assert value == lists_of_other_numbers(x)
     # sum(flags) = 2, sum(ints) = 7; sum(small) and max(small) are float32 (rounding)
-    np.testing.assert_allclose(grad, [2.0 + 0.9, 7.0 + 0.9, 0.3 - 0.5 + 0.9 + 1.0], rtol=1e-6)
+    np.testing.assert_allclose(grad, [2.0 + 0.9, 7.0 + 0.9, (0.3 - 0.5 + 0.9) + 0.9 + 1.0],
+                               rtol=1e-6)
