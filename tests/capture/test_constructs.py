@@ -64,10 +64,10 @@ def test_a_list_literal_appended_to():  # the list becomes an array (capture/lis
 
 
 @numba.njit
-def extends_a_literal(x):
+def inserts_into_a_literal(x):
     values = [x[0]]
-    values.extend([x[1], x[2]])
-    return values[0] + values[2]
+    values.insert(0, x[1])
+    return values[0] + values[1]
 
 
 @numba.njit
@@ -167,7 +167,7 @@ _RECORDS = np.array([(1.5, -0.5), (0.25, 2.0)], dtype=[("a", "f8"), ("b", "f8")]
 _X = np.array([0.3, 1.2, -0.7])
 
 REFUSED = [
-    ("extend", extends_a_literal, (_X,), r"list.extend\(\) on a list the kernel builds"),
+    ("insert", inserts_into_a_literal, (_X,), r"list.insert\(\) on a list the kernel builds"),
     ("passed_on", passes_a_literal_to_a_function, (_X,), "a list literal used other than read"),
     ("out_of_range", indexes_a_literal_out_of_range, (_X,), "indexing a list literal of 2"),
     ("record_write", writes_a_record_field, (_X, _RECORDS), "writing fields of records"),

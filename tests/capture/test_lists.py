@@ -145,9 +145,10 @@ def returns_it(x):
 
 
 @numba.njit
-def pops(x):
+def sorts(x):
     values = [v for v in x]
-    return values.pop() + values[0]
+    values.sort()
+    return values[0]
 
 
 @numba.njit
@@ -177,7 +178,7 @@ def concatenated(x):
 @pytest.mark.parametrize("kernel, construct", [
     (passes_it_on, "a list built by append used other than read"),
     (returns_it, "a list built by append used other than read"),
-    (pops, r"list.pop\(\)"),
+    (sorts, r"list.sort\(\)"),
     (appends_arrays, "appending to a list of array"),
     (rebuilt_in_a_loop, "bound to different lists"),
     (concatenated, "a list built by append used other than read"),
@@ -243,3 +244,41 @@ def test_lists_of_bools_ints_and_float32():
     # sum(flags) = 2, sum(ints) = 7; sum(small) and max(small) are float32 (rounding)
     np.testing.assert_allclose(grad, [2.0 + 0.9, 7.0 + 0.9, (0.3 - 0.5 + 0.9) + 0.9 + 1.0],
                                rtol=1e-6)
+
+
+@numba.njit
+def stack_machine(x):
+    """A stack: pushes, pops, extends with a literal, reads of the top."""
+    stack = [x[0]]
+    for v in x[1:]:
+        if v > 0.0:
+            stack.append(v * stack[-1])
+        elif len(stack) > 1:
+            top = stack.pop()
+            stack[-1] += np.sin(top)
+        stack.extend([0.5 * v, v * v])
+    total = 0.0
+    while len(stack) > 0:
+        total = total * 0.9 + stack.pop()
+    return total
+
+
+def test_pop_and_extend():
+    x = np.array([0.4, -0.3, 0.9, 1.3, -0.7])
+    assert moonlite.value_and_grad(stack_machine)(x)[0] == stack_machine(x)
+    check_rule(stack_machine, x, second_order=True)
+
+
+@numba.njit
+def pops_an_empty_list(x):
+    ys = [x[0]]
+    ys.pop()
+    return ys.pop()
+
+
+def test_pop_from_an_empty_list_raises_as_numba_does():
+    x = np.array([0.4, -0.3])
+    with pytest.raises(IndexError):
+        pops_an_empty_list(x)
+    with pytest.raises(IndexError, match="pop from empty list"):
+        moonlite.grad(pops_an_empty_list)(x)

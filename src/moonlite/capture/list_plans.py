@@ -40,6 +40,7 @@ class ListAnalysis:
     def __init__(self, blocks: dict):
         self.parent: dict = {}
         builds, mutated, appends, iternexts, self._getiters = {}, set(), [], [], []
+        self._extended: set = set()
         for label, block in blocks.items():
             for stmt in block.body:
                 self._scan(label, stmt, builds, mutated, appends, iternexts)
@@ -76,8 +77,10 @@ class ListAnalysis:
             builds[name] = label
         elif value.op == "getattr" and value.attr in _LIST_MUTATORS:
             mutated.add(value.value.name)
-            if value.attr == "append":
+            if value.attr in ("append", "extend"):
                 appends.append((label, value.value.name))
+            if value.attr == "extend":  # adds several entries: no plan counts them
+                self._extended.add(value.value.name)
         elif value.op == "iternext":
             iternexts.append((label, value.value.name))
         elif value.op == "getiter":
@@ -105,6 +108,8 @@ class ListAnalysis:
             if name not in self.growing:
                 continue
             sites = [label for label, var in appends if self.root(var) == self.root(name)]
+            if any(self.root(e) == self.root(name) for e in self._extended):
+                continue
             nests = {enclosing[label] for label in sites} - {enclosing[build_label]}
             if len(nests) != 1 or not enclosing[build_label] < next(iter(nests)):
                 continue  # no loop, or appends in several loops

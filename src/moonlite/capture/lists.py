@@ -58,6 +58,12 @@ def _check_room_py(buffer, length):
     return None
 
 
+def _last_position_py(length):
+    if length == 0:
+        raise IndexError("pop from empty list")
+    return length - 1
+
+
 def _list_position_py(index, length):
     if index < 0:
         index += length
@@ -72,6 +78,8 @@ grown = nb.njit(cache=True)(_grown_py)
 reserved = nb.njit(cache=True)(_reserved_py)
 # An append inside that loop only checks the room is there (it always is: see list_plans.py).
 check_room = nb.njit(cache=True)(_check_room_py)
+# Where ys.pop() reads (IndexError as a list raises it when there is nothing to pop).
+last_position = nb.njit(cache=True)(_last_position_py)
 # A list index made non-negative and checked as a list checks it (always, not only under
 # boundscheck: the buffer's spare capacity must never be read).
 list_position = nb.njit(cache=True)(_list_position_py)
@@ -265,12 +273,32 @@ class GrowingLists:
         return state
 
     def _list_method_call(self, method: ListMethod, expr, target):
-        if method.name != "append" or len(expr.args) != 1 or expr.kws or expr.vararg:
-            self.unsupported(f"list.{method.name}() on a list the kernel builds",
-                             "only append() is supported: fill a numpy array instead")
-        lst = method.target
+        lst, args = method.target, expr.args
+        if expr.kws or expr.vararg:
+            args = None
+        elif method.name == "append" and len(args) == 1:
+            return self._append(lst, self.value(args[0]))
+        elif method.name == "pop" and not args:
+            return self._pop(lst)
+        elif method.name == "extend" and len(args) == 1 \
+                and isinstance(self.lookup(args[0]), ListLiteral):
+            for item in self.lookup(args[0]).items:
+                self._append(lst, item)
+            return self.b.const(None, none)
+        self.unsupported(f"list.{method.name}() on a list the kernel builds",
+                         "append(), pop() and extend([...]) are supported: fill a numpy array "
+                         "instead")
+
+    def _pop(self, lst: GrowingList) -> Value:
+        """`ys.pop()`: the last entry, the length one less (IndexError on an empty list)."""
         buffer, length = self._state(lst)
-        value = self._coerce(self.value(expr.args[0]), lst.element)
+        last = self.b.call(last_position, [length], None, int64)
+        self.list_state[lst] = (buffer, last)
+        return self.b.getitem(buffer, last, lst.element)
+
+    def _append(self, lst: GrowingList, value: Value):
+        buffer, length = self._state(lst)
+        value = self._coerce(value, lst.element)
         if lst.reserved and self._label in lst.plan.body:
             self.b.call(check_room, [buffer, length], None, none)
         else:
