@@ -49,6 +49,20 @@ with warnings.catch_warnings(record=True) as caught:
         value = result[1] if api == "jvp" else result[0]
         from moonlite.driver import api_entry
         g = api_entry(kern.f, ("jvp",) if api == "jvp" else ("hvp", False))
+    elif api == "build_rrule":  # rules built on their own: g, the rule (its own dispatcher)
+        g = moonlite.build_rrule(kern.f, x)
+        value = g(x, 1.0)[1][0]
+    elif api == "build_frule":
+        g = moonlite.build_frule(kern.f, x)
+        value = g(x, np.array([1.0, 0.0, 0.0]))[1]
+    elif api == "vjp":  # the sweep and the pullback: two dispatchers, counted together
+        out, pullback = moonlite.vjp(kern.f, x)
+        value = pullback(1.0)[0]
+        from moonlite.driver import _rules_of
+        sweep, pull = next(v for k, v in _rules_of(kern.f).items() if k[0] == "reverse split")
+        g = type("Both", (), {"_cache": type("Counts", (), {
+            "hits": sweep._cache.hits + pull._cache.hits,
+            "saves": sweep._cache.saves + pull._cache.saves})})
     else:
         g = getattr(moonlite, api)(kern.f)
         value = g(x)
@@ -116,12 +130,14 @@ def test_a_registered_rule_is_part_of_the_key(tmp_path):
 
 @pytest.mark.parametrize("api, expected", [
     ("hessian", 4.0 * np.eye(3)), ("jacfwd", 4.0 * X), ("jacrev", 4.0 * X),
-    ("jvp", 4.0 * X[0]), ("hvp", [4.0, 0.0, 0.0])])
+    ("jvp", 4.0 * X[0]), ("hvp", [4.0, 0.0, 0.0]), ("build_rrule", 4.0 * X),
+    ("build_frule", 4.0 * X[0]), ("vjp", 4.0 * X)])
 def test_every_derivative_is_cached(tmp_path, api, expected):
     cache = tmp_path / "cache"
     _write_kernel(tmp_path)  # f(x) = 2 sum(x^2)
     first, again = _run(tmp_path, cache, API=api), _run(tmp_path, cache, API=api)
-    assert (first["saves"], again["hits"]) == (1, 1)
+    compiled = 2 if api == "vjp" else 1  # vjp: its sweep and its pullback
+    assert (first["saves"], again["hits"], again["saves"]) == (compiled, compiled, 0)
     np.testing.assert_allclose(first["value"], expected)
     np.testing.assert_allclose(again["value"], expected)
 

@@ -29,6 +29,7 @@ from .ad.guards import written_arguments
 from .ad.hoist import hoist_loop_invariants
 from .ad.inline import inline_njit_calls
 from .ad.reverse import reverse_transform, reverse_transform_split
+from .cache import attach_disk_cache
 from .capture import capture_types
 from .ir.loop_exits import add_loop_exit_phis
 from .debug import on_mode_change, verified, verified_in_debug
@@ -37,7 +38,7 @@ from .ir import Builder
 from .ir.types import OpaqueType, from_numba
 from .ir.typing import TypingFailure, call_result_type
 from .lower import lower
-from .lower.dispatcher import live_derived_dispatchers, quiet_performance_warnings
+from .lower.dispatcher import compile_now, live_derived_dispatchers, quiet_performance_warnings
 from .rules.custom import lookup_custom, on_rules_changed
 from .timing import phase
 
@@ -96,7 +97,9 @@ def derived_forward_rule(f, argtypes: tuple, width: int = 1, active=None, eager:
             primal = verified_in_debug(primal_ir(f, argtypes, forward=True), "capture")
             with phase("AD passes"):
                 forward = forward_transform(primal, width, active, context=PASS_CONTEXT)
-            rule = lower(verified(forward, "forward mode"), eager=eager)
+            rule = _lowered(verified(forward, "forward mode"), f,
+                            ("forward rule", _types_key(argtypes), width, _active_key(active)),
+                            eager)
             rule.written = _precise_written(primal)
         finally:
             _in_progress.discard(key)
@@ -119,7 +122,9 @@ def derived_reverse_rule(f, argtypes: tuple, active=None, strong_zeros: bool = F
             with phase("AD passes"):
                 reverse = reverse_transform(flat, active, context=PASS_CONTEXT,
                                             strong_zeros=strong_zeros)
-            rule = _rules_of(f)[key] = lower(verified(reverse, "reverse mode"), eager=False)
+            rule = _rules_of(f)[key] = _lowered(
+                verified(reverse, "reverse mode"), f,
+                ("reverse rule", _types_key(argtypes), _active_key(active), strong_zeros), False)
             rule.written = written_arguments(flat)  # what guards.py copies and checks
         return rule
 
@@ -154,12 +159,34 @@ def derived_reverse_split(f, argtypes: tuple) -> tuple:
             flat = _inlined_primal(f, argtypes)
             with phase("AD passes"):
                 sweep, pullback = reverse_transform_split(flat, context=PASS_CONTEXT)
-            pair = _rules_of(f)[key] = (lower(verified(sweep, "the vjp cut (sweep)")),
-                                  lower(verified(pullback, "the vjp cut (pullback)")))
+            types = _types_key(argtypes)
+            pair = _rules_of(f)[key] = (
+                _lowered(verified(sweep, "the vjp cut (sweep)"), f, ("vjp sweep", types)),
+                _lowered(verified(pullback, "the vjp cut (pullback)"), f,
+                         ("vjp pullback", types)))
             pair[0].written = written_arguments(flat)
             pair[0].state_has_lists = any(_is_typed_list(t) for t in
                                           sweep.return_type.elements[1].elements)
         return pair
+
+
+def _lowered(fn, f, recipe: tuple, eager: bool = True):
+    """`lower(fn)`, with the disk cache of derivatives of `f` (if on) under `recipe`: rules
+    built on their own (`build_frule`, `build_rrule`, `vjp`) load in a later process without
+    compiling. (Rules that grad and hessian inline are never compiled on their own.)"""
+    disp = lower(fn, eager=False)
+    attach_disk_cache(disp, f, recipe)
+    if eager:
+        compile_now(disp)
+    return disp
+
+
+def _types_key(argtypes: tuple) -> tuple:
+    return tuple(str(t) for t in argtypes)
+
+
+def _active_key(active):
+    return None if active is None else tuple(sorted(active))
 
 
 def _inlined_primal(f, argtypes: tuple):

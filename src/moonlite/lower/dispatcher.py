@@ -292,12 +292,18 @@ def lower(fn: Function, *, argtypes=None, eager: bool = True) -> MoonliteDispatc
     into its caller's IR (a gradient's wrapper), which then costs no compilation of its own.
     """
     disp = MoonliteDispatcher(fn)
-    if not eager:
-        return disp
+    if eager:
+        compile_now(disp, argtypes)
+    return disp
+
+
+def compile_now(disp: MoonliteDispatcher, argtypes=None) -> None:
+    """Compile `disp` for `argtypes` (default: its IR's own), as `lower(eager=True)` does (after
+    the driver gave it a disk cache, say)."""
+    fn = disp.ir
     sig = tuple(argtypes or (t.to_numba() for t in fn.argtypes))
     try:
         disp.compile(sig)
     except nb.numba_errors.NumbaError as exc:
         raise LoweringError(f"numba could not compile the moonlite IR of {fn.name}:\n{exc}\n"
                             f"IR:\n{fn}") from None
-    return disp
