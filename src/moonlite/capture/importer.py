@@ -444,7 +444,6 @@ class Importer(ConstructReads, GrowingLists, LoopReads):
             return self._list_entry(base, ops.constant_value(index))
         return self._getitem(self.value(expr.value), self.value(expr.index), target)
 
-
     def ex_static_getitem(self, expr, target):
         base = self.lookup(expr.value)
         if isinstance(base, GrowingList) and expr.index_var is not None:
@@ -471,7 +470,6 @@ class Importer(ConstructReads, GrowingLists, LoopReads):
     def ex_build_tuple(self, expr, target):
         return self.b.build_tuple([self.value(v) for v in expr.items])
 
-
     def ex_exhaust_iter(self, expr, target):
         bound = self.lookup(expr.value)
         value = (self._list_as_tuple(bound) if isinstance(bound, st.ListLiteral)
@@ -483,7 +481,6 @@ class Importer(ConstructReads, GrowingLists, LoopReads):
             self.unsupported(f"unpacking a value of type {value.type}",
                              "unpack tuples and arrays only")
         return value
-
 
     def ex_call(self, expr, target):
         if expr.varkwarg is not None:
@@ -548,7 +545,6 @@ class Importer(ConstructReads, GrowingLists, LoopReads):
             return self.b.const(None, none)
         return self.b.method_call(method.name, method.receiver, args, kws, self.type_of(target))
 
-
     def _cast_call(self, expr, target):
         t = self.type_of(target)
         if len(expr.args) != 1 or expr.kws or not isinstance(t, _NUMBER_TYPES):
@@ -566,7 +562,6 @@ class Importer(ConstructReads, GrowingLists, LoopReads):
         if len(expr.args) == 1:  # slice(stop)
             parts = [parts[1], parts[0], parts[2]]
         return self.b.build_slice(*parts)
-
 
     def call_bool(self, expr, target):
         (value,) = [self.value(a) for a in expr.args]

@@ -47,7 +47,8 @@ class ListAnalysis:
         roots = {self.root(m) for m in mutated}
         self.growing = {name for name in set(self.parent) | set(builds)
                         if self.root(name) in roots}
-        loops = nb.compute_cfg_from_blocks(blocks).loops()
+        self.cfg = nb.compute_cfg_from_blocks(blocks)  # the importer's list states use it too
+        loops = self.cfg.loops()
         self.plans = self._plans(blocks, loops, builds, appends, iternexts)
         self.appended_while_walked = self._walked_and_appended(loops, appends, iternexts)
 

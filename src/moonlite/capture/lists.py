@@ -11,11 +11,12 @@ buffer holds the derivatives of what was appended).
 The buffer and length change inside loops and branches, but no numba variable names them, so the
 importer keeps their SSA form itself: each block starts with the state its one predecessor ended
 with, or with phis of the predecessors' states at a join (loop headers included), filled once
-every block is imported; phis nobody reads are removed with the dead code.
+every block is imported; phis whose incoming values are all one value are removed, the others
+nobody reads go with the dead code.
 
 Uses that need a real list are refused with a message naming them: passing the list to a
-function, returning it, methods other than `append`, lists of arrays or tuples, a variable
-rebound to another list.
+function, returning it, methods other than `append`, `pop()` and `extend([...])`, lists of
+arrays or tuples, a variable rebound to another list, a loop over a list that appends to it.
 """
 
 from __future__ import annotations
@@ -121,17 +122,17 @@ class GrowingLists:
         self.list_end_states: dict = {}  # numba label -> that dict at the block's end
         self.list_phis: list = []  # (label, GrowingList, buffer phi, length phi)
         self.pending_list_phis: list = []  # (numba phi, the GrowingList it was bound to)
-        cfg = nb.compute_cfg_from_blocks(self.fir.blocks)
+        self.lists_built: list = []  # every GrowingList, in the order the import made them
+        cfg = self.list_analysis.cfg
         self._numba_preds = {label: [p for p, _ in cfg.predecessors(label)]
                              for label in self.fir.blocks}
         self._numba_doms = cfg.dominators()
 
     def _enter_block_lists(self, label) -> None:
         """The state of every list built in a block dominating `label`, as the block starts."""
-        known = {lst for states in self.list_end_states.values() for lst in states}
         self.list_state = {}
         preds = self._numba_preds.get(label, [])
-        for lst in known:
+        for lst in self.lists_built:
             if lst.label == label or lst.label not in self._numba_doms[label]:
                 continue
             if len(preds) == 1 and preds[0] in self.list_end_states:
@@ -214,8 +215,7 @@ class GrowingLists:
         if not isinstance(element, (nbt.Float, nbt.Integer, nbt.Boolean)):
             self.unsupported(f"appending to a list of {element}",
                              "append numbers only, or fill a preallocated numpy array")
-        lst = GrowingList(from_numba(element), self._label,
-                          self.list_analysis.plans.get(target.name))
+        lst = self._new_list(element, self.list_analysis.plans.get(target.name))
         buffer = self.b.call(np.empty, [self.b.const(max(len(expr.items), 4), int64),
                                         self.dtype_ref(element)], None, lst.buffer_type)
         for k, var in enumerate(expr.items):
@@ -253,11 +253,16 @@ class GrowingLists:
                 or not isinstance(element, (nbt.Float, nbt.Integer, nbt.Boolean)):
             self.unsupported("repeating a list other than `[number] * n`",
                              "fill a numpy array (np.full, np.tile)")
-        lst = GrowingList(from_numba(element), self._label)
+        lst = self._new_list(element)
         n = self.b.call(max, [self._coerce(self.value(count), int64), self.b.const(0, int64)],
                         None, int64)
         value = self._coerce(literal.items[0], lst.element)
         self.list_state[lst] = (self.b.call(np.full, [n, value], None, lst.buffer_type), n)
+        return lst
+
+    def _new_list(self, element, plan=None) -> GrowingList:
+        lst = GrowingList(from_numba(element), self._label, plan)
+        self.lists_built.append(lst)
         return lst
 
     def dtype_ref(self, element) -> Value:
@@ -319,7 +324,7 @@ class GrowingLists:
     def _entry_position(self, lst: GrowingList, index: Value) -> Value:
         if not isinstance(index.type, IntType):
             self.unsupported(f"indexing a list with {index.type}", "index it with an integer")
-        buffer, length = self._state(lst)
+        _, length = self._state(lst)
         return self.b.call(list_position, [self._coerce(index, int64), length], None, int64)
 
     def list_getitem(self, lst: GrowingList, index: Value) -> Value:
