@@ -353,6 +353,15 @@ def test_primal_division_by_zero_still_raises_as_in_the_primal():
         moonlite.grad(divide)(1.0, 0.0)
 
 
+@numba.njit
+def copies_a_structured_array(p):
+    q = p.copy()  # a copy of a structured array being differentiated has no rule
+    return q[0].a * 2.0 + p[1]["b"]
+
+
+_TABLE = np.array([(0.5, 1.5), (2.0, -1.0)], dtype=[("a", "f8"), ("b", "f8")])
+
+
 REFUSED = [
     ("jitclass_field", jitclass_field, (0.7,), "attribute assignment"),
     ("jitclass_built_from_derivative", jitclass_built_from_derivative, (0.7,),
@@ -361,6 +370,7 @@ REFUSED = [
     ("sort", sorts_in_place, (np.array([3.0, 1.0, 2.0]),), "returns nothing"),
     ("out_argument", out_argument, (np.ones(3),), "output argument"),
     ("big_tuple", tuple_argument, (tuple(np.linspace(0.0, 1.0, 65)),), "65 differentiable"),
+    ("structured_copy", copies_a_structured_array, (_TABLE,), "structured array or record"),
 ]
 
 

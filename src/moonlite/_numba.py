@@ -53,6 +53,8 @@ typeof = numba.typeof
 # numba's public API moonlite uses, here too: no other module of moonlite imports numba
 njit = numba.njit
 intrinsic = numba.extending.intrinsic
+overload = numba.extending.overload
+from numba.np.numpy_support import as_dtype  # noqa: E402,F401  (a record type's NumPy dtype)
 vectorize = numba.vectorize
 literal_unroll = numba.literal_unroll
 typed = numba.typed  # typed.List: tapes of the vjp cut

@@ -21,19 +21,34 @@ from .errors import ArgumentError, SourceLoc, UnsupportedError
 # --- argument kinds ----------------------------------------------------------------------------
 
 def _kind(value) -> str:
-    """'float', 'array' (float array), 'tuple', or 'none' (carries no tangent)."""
+    """'float', 'array' (float array), 'tuple', 'record' (a NumPy record with float fields),
+    'records' (a structured array of those), or 'none' (carries no tangent)."""
     if isinstance(value, (bool, np.bool_)) or isinstance(value, (int, np.integer)):
         return "none"
     if isinstance(value, (float, np.floating)):
         return "float"
     if isinstance(value, np.ndarray):
+        if has_float_fields(value.dtype):
+            return "records"
         return "array" if np.issubdtype(value.dtype, np.floating) else "none"
+    if isinstance(value, np.void):
+        return "record" if has_float_fields(value.dtype) else "none"
     if isinstance(value, tuple):  # namedtuples too: their tangents are plain tuples
         return "tuple" if any(_kind(v) != "none" for v in value) else "none"
     if isinstance(value, complex) or (isinstance(value, np.ndarray)
                                       and np.issubdtype(value.dtype, np.complexfloating)):
         return "complex"
     return "none"
+
+
+def has_float_fields(dtype) -> bool:
+    """A structured dtype of scalar fields, one of them a real float at least (what moonlite
+    differentiates: `ir.types.is_float_record`)."""
+    if dtype.names is None:
+        return False
+    fields = [dtype.fields[name][0] for name in dtype.names]
+    return all(f.shape == () and f.kind in "fiub" for f in fields) and \
+        any(f.kind == "f" for f in fields)
 
 
 def value_key(f, value):
@@ -152,6 +167,16 @@ def _check_tangent(primal, tangent, where: str):
                                 f"{tangent.dtype}; the argument has shape {primal.shape} and "
                                 f"dtype {primal.dtype}")
         return tangent
+    if kind in ("records", "record"):
+        want = type(primal).__name__
+        if type(tangent) is not type(primal) or tangent.dtype != primal.dtype \
+                or np.shape(tangent) != np.shape(primal):
+            raise ArgumentError(f"{where}: the tangent of {_a(want)} of dtype {primal.dtype} "
+                                f"must be {_a(want)} of the same dtype and shape (float fields "
+                                f"hold the tangent, others are unused), got "
+                                f"{type(tangent).__name__} of dtype "
+                                f"{getattr(tangent, 'dtype', None)}")
+        return tangent
     if kind == "tuple":
         if not isinstance(tangent, tuple) or len(tangent) != len(primal):
             raise ArgumentError(f"{where}: the tangent of a tuple must be a tuple of "
@@ -201,13 +226,15 @@ def _is_none_tangent(t) -> bool:
 
 
 def zero_tangent_like(x):
-    """A zero tangent for the argument `x` (a float or float array); None for arguments that
-    carry no tangent."""
+    """A zero tangent for the argument `x` (a float, a float array, a record or a structured
+    array); None for arguments that carry no tangent."""
     kind = _kind(x)
     if kind == "float":
         return type(x)(0.0) if isinstance(x, np.floating) else 0.0
-    if kind == "array":
+    if kind in ("array", "records"):
         return np.zeros_like(x)
+    if kind == "record":
+        return np.zeros(1, x.dtype)[0]  # a view of its array, which it keeps alive
     return None
 
 

@@ -29,7 +29,8 @@ from .driver import (PASS_CONTEXT, api_cached, api_entry, derived_reverse_rule,
                      derived_reverse_split)
 from .errors import UnsupportedError
 from .ir import Builder
-from .ir.types import FloatType, from_numba, is_differentiable
+from .ir.types import (FloatType, from_numba, is_differentiable, is_float_record,
+                       is_record_array)
 
 
 def grad(f, argnums=0):
@@ -135,7 +136,8 @@ def _gradient_ir(f, argtypes: tuple, argnums, with_value: bool, api: str,
         t = types[n]
         if not is_differentiable(t):
             raise ArgumentError(f"{api}({name}): argument {n} has type {t}; gradients exist "
-                                f"for floats, float arrays and tuples holding them only")
+                                f"for floats, float arrays, records and structured arrays with "
+                                f"scalar float fields, and tuples holding them only")
     rule = reverse_rule(f, tuple(argtypes), _active(types, nums), strong_zeros)
     out_type = rule.ir.return_type.elements[0]
     if not isinstance(out_type, FloatType):
@@ -173,7 +175,9 @@ def _active(types: list, nums: tuple):
     difference to the reverse pass (every float array is wanted): one rule then serves grad,
     hvp and vjp alike instead of two being compiled."""
     active = frozenset(n % len(types) for n in nums)
-    arrays = {i for i, t in enumerate(types) if is_float_array(t)}
+    # (records too: a record argument outside `active` gets no shadow, nor its field updates)
+    arrays = {i for i, t in enumerate(types)
+              if is_float_array(t) or is_record_array(t) or is_float_record(t)}
     return None if arrays <= active else active
 
 

@@ -35,6 +35,7 @@ import numpy as np
 from .api import _kind, copy_arguments as _copy, rebuild_tuple, zero_tangent_like
 from .api_calls import jvp
 
+_DIFFERENTIABLE = ("float", "array", "tuple", "record", "records")
 STEP_SIZES = (1e-2, 3e-3, 1e-3, 3e-4, 1e-4, 3e-5, 1e-5, 1e-6, 1e-7)
 
 
@@ -65,16 +66,35 @@ def _random_tangent(a, rng):
         return np.asarray(rng.standard_normal(a.shape)).astype(a.dtype)
     if kind == "tuple":
         return tuple(_random_tangent(e, rng) for e in a)
+    if kind in ("record", "records"):  # random float fields, zero others
+        t = zero_tangent_like(a)
+        for name in _float_fields(a):
+            t[name] = rng.standard_normal(np.shape(a))
+        return t
     return None
 
 
+def _float_fields(a) -> list:
+    return [n for n in a.dtype.names if a.dtype.fields[n][0].kind == "f"]
+
+
+def _record_floats(value, like) -> np.ndarray:
+    """The float fields of a record or structured array `value` (a record's gradient is a
+    structured array of one entry) as one float vector, field by field."""
+    return np.concatenate([np.ravel(np.asarray(value[n], dtype=float))
+                           for n in _float_fields(like)])
+
+
 def inner(g, t) -> float:
-    """<g, t> for a gradient and a tangent of one argument: floats, arrays, tuples of those;
-    None (no gradient, or no tangent) counts as zero."""
+    """<g, t> for a gradient and a tangent of one argument: floats, arrays, tuples of those,
+    records and structured arrays (over their float fields); None (no gradient, or no
+    tangent) counts as zero."""
     if g is None or t is None:
         return 0.0
     if isinstance(g, tuple):
         return sum(inner(ge, te) for ge, te in zip(g, t))
+    if _kind(t) in ("record", "records"):
+        return float(np.sum(_record_floats(g, t) * _record_floats(t, t)))
     return float(np.sum(np.asarray(g, dtype=float) * np.asarray(t, dtype=float)))
 
 
@@ -88,6 +108,12 @@ def _shift(a, t, h):
         return np.asarray(a + h * t).astype(a.dtype)
     if kind == "tuple":
         return rebuild_tuple(a, (_shift(e, te, h) for e, te in zip(a, t)))
+    if kind in ("record", "records"):
+        # a copy (a record's: a structured array of one entry; np.array(record) is a view)
+        shifted = a.copy() if kind == "records" else np.array([a], dtype=a.dtype)
+        for name in _float_fields(a):
+            shifted[name] += h * np.asarray(t[name])
+        return shifted if kind == "records" else shifted[0]
     return a.copy() if isinstance(a, np.ndarray) else a
 
 
@@ -116,6 +142,8 @@ def _flatten(value, like) -> np.ndarray:
         return np.concatenate(parts) if parts else np.zeros(0)
     if _kind(like) in ("float", "array"):
         return np.ravel(np.asarray(value, dtype=float))
+    if _kind(like) in ("record", "records"):
+        return _record_floats(value, like)
     return np.zeros(0)
 
 
@@ -198,7 +226,7 @@ def check_grad(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,
     from .api_reverse import grad
     rng = np.random.default_rng(seed + 1)
     active = tuple(i for i, a in enumerate(args)
-                   if i not in fixed and _kind(a) in ("float", "array", "tuple"))
+                   if i not in fixed and _kind(a) in _DIFFERENTIABLE)
     if not active:
         raise AssertionError("check_grad needs an argument to differentiate")
     ours = _copy(args)
@@ -275,7 +303,7 @@ def check_hvp(f, *args, rtol: float = 1e-5, atol: float = 1e-7, seed: int = 0,
     from .api_reverse import grad
     rng = np.random.default_rng(seed)
     active = [i for i, a in enumerate(args)
-              if i not in fixed and _kind(a) in ("float", "array", "tuple")]
+              if i not in fixed and _kind(a) in _DIFFERENTIABLE]
     if not active:
         raise AssertionError("check_hvp needs a float, float-array or tuple argument to "
                              "differentiate")

@@ -32,7 +32,7 @@ BUCKET = np.dtype([("capacity", "f8"), ("k_out", "f8"), ("evap", "f8")])
 @numba.njit
 def linear_reservoirs(rain, params):
     """A chain of linear reservoirs (a hydrology model), parameters in a structured array read
-    as p[i]['field']; the derivative is taken in the rainfall series."""
+    as p[i]['field']; differentiated in the rainfall series and in the parameters."""
     storage = np.zeros(params.shape[0])
     runoff = 0.0
     for t in range(rain.shape[0]):

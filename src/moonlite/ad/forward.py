@@ -40,7 +40,7 @@ from ..ir import Builder, ops, reverse_post_order
 from ..ir.clone import clone_op
 from ..ir.core import Function, Op, Value
 from ..ir.traits import Trait
-from ..ir.types import ArrayType, FloatType, TupleType, none
+from ..ir.types import ArrayType, FloatType, TupleType, is_float_record, none
 from ..rules import RuleNotApplicable, lookup_jvp
 from ..rules.scalar import checked_division_jvp, is_checked_division
 from ..rules.custom import call_jvp, lookup_custom
@@ -218,6 +218,9 @@ class _ForwardPass:
         # a method writing into its receiver (a.fill(v), a.sort()) needs a rule doing the same
         # to the tangent, never the "result carries no tangent" shortcut
         mutates = isinstance(op, ops.MethodCall) and bool(op.traits() & Trait.WRITES)
+        # so does a call returning nothing that has a rule (reverse mode's field updates)
+        mutates = mutates or (op.result is not None and op.result.type == none
+                              and lookup_jvp(_primitive(op)) is not None)
         new = self.clone(op)
         result = op.result
         if not mutates and (result is None or not is_differentiable(result.type)):
@@ -374,6 +377,19 @@ class _ForwardPass:
             self.set_tangents(op.result, [self.b.tuple_getitem(res, 1 + j)
                                           for j in range(self.width)])
             self._debug_check(op, f"the tangent the derived rule of {_describe(op)} returned")
+
+    def on_getattr(self, op: ops.GetAttr) -> None:
+        """A field of a record: the same field of its tangent record."""
+        if not is_float_record(op.value.type):
+            return self.on_primitive(op)
+        self.clone(op)
+        if not is_differentiable(op.result.type):
+            return
+        out = []
+        for j in range(self.width):
+            t = self.tangent(op.value, j)
+            out.append(ZERO if t in (None, ZERO) else self.b.getattr(t, op.name, op.result.type))
+        self.set_tangents(op.result, out)
 
     def on_getitem(self, op: ops.GetItem) -> None:
         self.clone(op)
@@ -615,7 +631,7 @@ _HANDLERS = {
     ops.Select: _ForwardPass.on_primitive,
     ops.Call: _ForwardPass.on_primitive,
     ops.MethodCall: _ForwardPass.on_primitive,
-    ops.GetAttr: _ForwardPass.on_primitive,
+    ops.GetAttr: _ForwardPass.on_getattr,
     ops.BuildSlice: _ForwardPass.on_copy,
     ops.GetItem: _ForwardPass.on_getitem,
     ops.SetItem: _ForwardPass.on_setitem,

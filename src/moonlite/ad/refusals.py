@@ -29,11 +29,13 @@ import numpy as np
 from .. import _numba as nb
 from ..ir import ops
 from ..ir.core import Op
-from ..ir.types import NoneType, OpaqueType, TupleType
+from ..ir.types import (ArrayType, NoneType, OpaqueType, TupleType, is_float_record,
+                        is_record_array)
 from ..rules.catalogue import EFFECT_FREE
 from ..rules.custom import lookup_custom
 from ..ir.traits import Trait
 from ..rules.registry import is_float_array
+from ..rules.records import record_holder, zero_record_like
 from .opinfo import describe, hashable
 from .readonly import value_users, views_of
 from .tangents import hides_derivatives, is_differentiable
@@ -56,6 +58,9 @@ def refusal(op: Op, carries_derivative: Callable, hidden_arrays=frozenset(),
     `hidden_arrays`: `arrays_held_by_opaque_values` of the function; `may_write(call, k)`:
     whether a call may write into its operand k (a pass that keeps njit calls knows better than
     the call's traits: the callee's IR)."""
+    why = _record_refusal(op, carries_derivative)
+    if why is not None:
+        return why
     if hidden_arrays and _writes_a_derivative_into(op, hidden_arrays, carries_derivative,
                                                    may_write):
         return (f"{describe(op)}, which writes a value being differentiated into an array held "
@@ -78,6 +83,44 @@ def refusal(op: Op, carries_derivative: Callable, hidden_arrays=frozenset(),
         return (f"{describe(op)}, which puts a value being differentiated into a "
                 f"{_kind_of(result.type)}", _KEEP_FLOATS_APART)
     return None
+
+
+# What derived code does with a structured array or record being differentiated: read entries
+# and views of it (`p[i]`, `p[1:]`, `p.T`), its shape, and float fields of its entries; pass it
+# to njit functions (differentiated with the caller). Anything else (a copy, a write, a tuple
+# holding it, fancy indexing) has no rule: its tangent or shadow would be lost.
+_RECORD_ATTRIBUTES = ("shape", "size", "ndim", "T")
+
+
+def _record_refusal(op: Op, carries_derivative: Callable) -> Optional[tuple]:
+    held = [v for v in op.operands if _record_like(v.type) and carries_derivative(v)]
+    if not held or _record_op_follows_derivatives(op):
+        return None
+    return (f"{describe(op)} given a structured array or record being differentiated",
+            "read float fields of its entries (p[i]['a'], p[i].a) and compute with those; "
+            "copies, writes, fancy indexing and tuples of structured arrays are not "
+            "differentiated")
+
+
+def _record_like(t) -> bool:
+    return is_record_array(t) or is_float_record(t)
+
+
+def _record_op_follows_derivatives(op: Op) -> bool:
+    if isinstance(op, (ops.Phi, ops.Return, ops.BuildTuple, ops.TupleGetItem)):
+        return True  # tuples: forward mode follows them; reverse mode refuses them itself
+    if isinstance(op, ops.GetItem):
+        items = op.index.type.elements if isinstance(op.index.type, TupleType) \
+            else (op.index.type,)
+        return is_record_array(op.value.type) and not any(isinstance(t, ArrayType)
+                                                          for t in items)
+    if isinstance(op, ops.GetAttr):
+        return is_float_record(op.value.type) or op.name in _RECORD_ATTRIBUTES
+    if isinstance(op, ops.Call):
+        # a new array shaped like it (a shadow or a zero tangent) carries no derivative
+        return nb.is_njit_dispatcher(op.callee) or op.callee is len \
+            or bool(op.traits() & Trait.ALLOCATES) or op.callee in (zero_record_like, record_holder)
+    return False
 
 
 def arrays_held_by_opaque_values(fn) -> frozenset:

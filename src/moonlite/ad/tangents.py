@@ -22,7 +22,7 @@ from .. import _numba as nb
 from ..ir.builder import Builder
 from ..ir.core import Value
 from ..ir.types import (ArrayType, ComplexType, FloatType, IntType, OpaqueType, TupleType, Type,
-                        none)
+                        is_float_record, none)
 # below the passes, so that rules build zero tangents too; re-exported here for the passes
 from ..rules.tangents import tangent_type, zero_tangent  # noqa: F401
 
@@ -55,7 +55,10 @@ def hides_derivatives(t: Type) -> bool:
     """True for values moonlite gives no tangent although they can hold floats: namedtuples,
     records, jitclass and structref instances, lists, sets, dicts, optionals of those, and any
     numba type moonlite does not know to be free of floats. A derivative that flows into one of
-    them would be lost, so AD passes refuse to make one from a value being differentiated."""
+    them would be lost, so AD passes refuse to make one from a value being differentiated.
+    Records of scalar fields have tangents (records of the same type): they hide nothing."""
+    if is_float_record(t):
+        return False
     if not isinstance(t, OpaqueType):
         return isinstance(t, TupleType) and any(hides_derivatives(e) for e in t.elements)
     return _may_hold_float(t.numba_type)

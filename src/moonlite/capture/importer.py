@@ -434,6 +434,10 @@ class Importer(ConstructReads, GrowingLists, LoopReads):
 
     def ex_getitem(self, expr, target):
         base = self.lookup(expr.value)
+        key = self.typemap.get(expr.index.name)
+        if isinstance(key, nbt.StringLiteral) and self._is_record(expr.value):
+            # r['a'] with 'a' in a variable numba knows: the field read r.a
+            return self.b.getattr(self.value(expr.value), key.literal_value, self.type_of(target))
         if isinstance(base, GrowingList):
             return self.list_getitem(base, self.value(expr.index))
         if isinstance(base, st.ListLiteral):
@@ -450,15 +454,18 @@ class Importer(ConstructReads, GrowingLists, LoopReads):
             return self.list_getitem(base, self.value(expr.index_var))
         if isinstance(base, st.ListLiteral):
             return self._list_entry(base, expr.index)
-        if isinstance(expr.index, str) and isinstance(base, Value) and is_record(base.type):
-            # r['a'] is r.a (a field read; records carry no derivatives, see tangents.py)
-            return self.b.getattr(base, expr.index, self.type_of(target))
+        if isinstance(expr.index, str) and self._is_record(expr.value):
+            # r['a'] is r.a (a field read; records.py for their derivatives)
+            return self.b.getattr(self.value(expr.value), expr.index, self.type_of(target))
         if isinstance(base, Value) and isinstance(base.type, TupleType) \
                 and isinstance(expr.index, int):
             return self.b.tuple_getitem(base, expr.index)
         index = (self.value(expr.index_var) if expr.index_var is not None
                  else self._static_index(expr.index))
         return self._getitem(self.value(expr.value), index, target)
+
+    def _is_record(self, var) -> bool:
+        return isinstance(self.typemap.get(var.name), nbt.Record)
 
     def _getitem(self, value, index, target):
         if isinstance(value.type, TupleType):

@@ -244,11 +244,28 @@ def from_numba(t) -> Type:
 
 
 def is_differentiable(t: Type) -> bool:
-    """True for the types that carry a tangent: real floats, float arrays, tuples holding those."""
+    """True for the types that carry a tangent: real floats, float arrays, tuples holding those,
+    records with float fields and structured arrays of them."""
     if isinstance(t, FloatType):
         return True
     if isinstance(t, ArrayType):
-        return isinstance(t.dtype, FloatType)
+        return isinstance(t.dtype, FloatType) or is_float_record(t.dtype)
     if isinstance(t, TupleType):
         return any(is_differentiable(e) for e in t.elements)
-    return False
+    return is_float_record(t)
+
+
+def is_float_record(t: Type) -> bool:
+    """A numpy record (one entry of a structured array) whose fields are scalars, one of them a
+    real float at least: its float fields carry derivatives, its tangent is a record of the same
+    type (integer and bool fields of a tangent are unused)."""
+    if not (isinstance(t, OpaqueType) and isinstance(t.numba_type, nbt.Record)):
+        return False
+    fields = [field.type for field in t.numba_type.fields.values()]
+    scalar = all(isinstance(f, (nbt.Float, nbt.Integer, nbt.Boolean)) for f in fields)
+    return scalar and any(isinstance(f, nbt.Float) for f in fields)
+
+
+def is_record_array(t: Type) -> bool:
+    """A structured array of such records (`params[i]['alpha']`)."""
+    return isinstance(t, ArrayType) and is_float_record(t.dtype)

@@ -37,7 +37,7 @@ from typing import Callable, Optional
 
 from ..errors import MoonliteError
 from ..ir.traits import Trait
-from ..ir.types import ArrayType, FloatType, TupleType
+from ..ir.types import ArrayType, FloatType, TupleType, is_float_record, is_record_array
 
 ANY_KEYWORD = ("*",)
 
@@ -142,8 +142,9 @@ def is_float_array(t) -> bool:
 
 
 def has_adjoint(t) -> bool:
-    """Floats, float arrays and tuples holding one carry an adjoint."""
+    """Floats, float arrays, records and structured arrays with float fields (their fields get
+    their adjoints in a shadow structured array) and tuples holding one carry an adjoint."""
     if isinstance(t, TupleType):
         return any(has_adjoint(e) for e in t.elements)
-    return is_float(t) or is_float_array(t)
+    return is_float(t) or is_float_array(t) or is_record_array(t) or is_float_record(t)
 

@@ -15,9 +15,11 @@ import numpy as np
 from ...ir import ops
 from ...ir.core import Argument, Op, Value
 from ...ir.types import ArrayType, TupleType, int64
+from ...ir.types import is_float_record
+from ...rules.records import holder_type, record_holder
 from .helpers import SUM_TO_SHAPE, same_size_or_raise
 from .types import (Entry, has_adjoint as _has_adjoint, is_float as _is_float,
-                            is_float_array as _is_float_array, shadow_type)
+                            is_float_array as _is_float_array, has_shadow, shadow_type)
 from .keep import How, Kept, ShadowOf
 
 
@@ -87,7 +89,10 @@ class AdjointStore:
 
     def _shadow_arguments(self) -> None:
         for old, new in zip(self.fn.args, self.b.function.args):
-            if old not in self.constant_arrays:
+            if is_float_record(old.type) and old in self.varied:
+                self.shadows[old] = self.b.call(record_holder, [new], type=holder_type(old.type))
+                self.keep(old, self.shadows[old], key=ShadowOf(old))
+            elif old not in self.constant_arrays:
                 self._make_shadow(old, new)
             if isinstance(old.type, TupleType) and _has_adjoint(old.type):
                 self._refuse_nested(old, None)
@@ -106,7 +111,7 @@ class AdjointStore:
 
     def _make_shadow(self, old: Value, new: Value, shadow: Optional[Value] = None) -> None:
         # a read-only array is a constant unless it is an argument or a view of one
-        if not _is_float_array(old.type) or (old.type.readonly and shadow is None
+        if not has_shadow(old.type) or (old.type.readonly and shadow is None
                                                and not isinstance(old, Argument)):
             return
         if shadow is None:

@@ -13,7 +13,7 @@ from ...ir import Builder, ops, reverse_post_order
 from ...ir.cfg import natural_loops, predecessors
 from ...ir.cleanup import remove_dead_code
 from ...ir.core import Function, Op
-from ...ir.types import ArrayType, TupleType, int64, none
+from ...ir.types import ArrayType, TupleType, int64, is_float_record, none
 from ..refusals import arrays_held_by_opaque_values
 from ..activity import varied_values
 from ..readonly import never_written
@@ -22,7 +22,8 @@ from .custom import CustomRuleAdjoints
 from .branches import find_choices
 from .loops import find_inductions
 from .split import split_rule
-from .types import (grad_type as _grad_type, is_float as _is_float, is_float_array as _is_float_array)
+from .types import (grad_type as _grad_type, has_shadow, is_float as _is_float,
+                    is_float_array as _is_float_array)
 from .adjoints import AdjointStore
 from .elementwise import ElementwiseAdjoints
 from .keep import How, KeptValues
@@ -64,9 +65,11 @@ class _ReversePass(CustomRuleAdjoints, KeptValues, AdjointStore, ForwardSweep, P
         if not (_is_float(out) or _is_float_array(out)):
             raise self.unsupported(None, f"reverse mode of a function returning {out}",
                                    "return a float or a float array")
-        # arrays without shadows: inactive read-only data, and views of them
+        # arrays without shadows: inactive read-only data, and views of them (and inactive
+        # records: never written, see rules/records.py)
         self.constant_arrays = {a for i, a in enumerate(fn.args) if active is not None
-                                and i not in active and _is_float_array(a.type)
+                                and i not in active and (has_shadow(a.type)
+                                                         or is_float_record(a.type))
                                 and never_written(fn, a)}
         grads = TupleType(tuple(none if a in self.constant_arrays else _grad_type(a.type)
                                 for a in fn.args))

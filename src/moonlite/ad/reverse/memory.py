@@ -7,15 +7,17 @@ A mixin of the reverse pass (`core._ReversePass`)."""
 from __future__ import annotations
 
 from ...ir import ops
-from ...ir.core import Op
-from ...ir.types import ArrayType, BoolType, TupleType, none
+from ...ir.core import Argument, Op
+from ...ir.types import ArrayType, BoolType, TupleType, int64, is_float_record, none
 from ...rules.custom import lookup_custom
 from ...rules.registry import ANY_KEYWORD, lookup as _lookup
 from ...rules.strong_zeros import strong_product
 from ...ir.traits import ALLOCATES
 from ..opinfo import (describe as _describe,
                      positional as _positional, primitive as _primitive)
+from ...rules.records import field_adder
 from .helpers import masked_add, scatter_add
+from .reads import record_source
 from .types import (Entry, has_adjoint as _has_adjoint, is_float as _is_float,
                             is_float_array as _is_float_array)
 from .sweep import _advanced_index, _shadow_item_type
@@ -25,10 +27,33 @@ from .keep import Saved
 class MemoryAdjoints:
     def rv_getattr(self, op: ops.GetAttr) -> None:
         """`.T` is a view (its shadow is the source's); `.shape`, `.size`, `.ndim` carry no
-        derivative. Any other attribute holding a float of a varied value has no rule."""
+        derivative; a float field of an entry of a structured array sends its adjoint to the
+        same field of the shadow array's entry. Any other attribute holding a float of a varied
+        value has no rule."""
+        if is_float_record(op.value.type):
+            return self._rv_record_field(op)
         if _has_adjoint(op.result.type) and op.name != "T" and op.value in self.varied:
             raise self.unsupported(op, f"differentiating {_describe(op)} in reverse mode",
                                    "compute the value from arrays and floats directly")
+
+    def _rv_record_field(self, op: ops.GetAttr) -> None:
+        if not _is_float(op.result.type) or op.value not in self.varied:
+            return
+        source = record_source(op.value)
+        if isinstance(op.value, Argument) and op.value in self.shadows:
+            holder = self.shadow(op.value)  # a record argument's: one entry (records.py)
+            entry = self.b.getitem(holder, self.b.const(0, int64), type=op.value.type)
+            self.b.call(field_adder(op.name), [entry, self.take_adjoint(op.result)], type=none)
+            return
+        if source is None:
+            raise self.unsupported(op, f"differentiating a field of a record that is not read "
+                                   f"from a structured array here ({op.value.type}) in reverse "
+                                   "mode", "read fields as p[i]['a'] of a structured array p")
+        shadow = self.shadow(source.value)
+        if shadow is None:
+            return
+        entry = self.b.getitem(shadow, self.recall(source.index), type=op.value.type)
+        self.b.call(field_adder(op.name), [entry, self.take_adjoint(op.result)], type=none)
 
     def rv_getitem(self, op: ops.GetItem) -> None:
         if isinstance(op.value.type, TupleType):

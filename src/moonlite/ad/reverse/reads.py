@@ -24,7 +24,7 @@ import functools
 from ...ir import Builder, ops
 from ...ir.core import Argument, Function, Op, Value
 from ...ir.traits import Trait
-from ...ir.types import ArrayType, BoolType, FloatType, IntType
+from ...ir.types import ArrayType, BoolType, FloatType, IntType, is_float_record
 from ...rules import RuleNotApplicable, lookup_jvp
 from ...rules.registry import lookup_field
 from ...rules.custom import lookup_custom
@@ -57,6 +57,9 @@ _STRUCTURAL = {
 
 def reads(op: Op) -> set:
     """The operands of `op` its adjoint reads (a superset when unsure)."""
+    if isinstance(op, ops.GetAttr) and is_float_record(op.value.type):
+        source = record_source(op.value)  # the field's adjoint goes to the shadow's entry
+        return set() if source is None else {source.index}
     custom = lookup_custom(op.callee) if isinstance(op, ops.Call) else None
     if custom is not None and (custom.nondifferentiable or custom.fwd is not None):
         return set()  # nothing flows back, or the pullback reads the residuals of `fwd` only
@@ -66,6 +69,14 @@ def reads(op: Op) -> set:
     if registered is not None:
         return registered(op)
     return _elementwise_reads(op)
+
+
+def record_source(record: Value):
+    """The op `p[i]` reading the record `record` out of a structured array, or None."""
+    op = getattr(record, "op", None)
+    if isinstance(op, ops.GetItem) and isinstance(op.value.type, ArrayType):
+        return op
+    return None
 
 
 def active_operands(op: Op) -> tuple:

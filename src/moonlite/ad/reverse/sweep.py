@@ -14,15 +14,15 @@ import numpy as np
 from ...ir import ops
 from ...ir.clone import clone_op
 from ...ir.core import Block, Op, Value
-from ...ir.types import ArrayType, TupleType, int64
+from ...ir.types import ArrayType, TupleType, int64, is_float_record, is_record_array
 from ...rules.operands import name_of as _name
 from ...ir.traits import AXES_VIEW
 from ..opinfo import (positional as _positional,
                      writes_no_memory)
 from ..tangents import mentions_complex
 from ..refusals import refusal
-from .types import (Entry, has_adjoint as _has_adjoint, is_float_array as _is_float_array,
-                            writable as _writable)
+from .types import (Entry, has_adjoint as _has_adjoint, has_shadow,
+                    is_float_array as _is_float_array, writable as _writable)
 from .keep import How, Kept, Saved, ShadowOf
 
 
@@ -41,7 +41,8 @@ class ForwardSweep:
             if any(mentions_complex(v.type) for v in _values_of(op)):
                 raise self.unsupported(op, "differentiating complex numbers in reverse mode",
                                        "split the computation into real and imaginary parts")
-            why = refusal(op, self.varied.__contains__, self.hidden_arrays)
+            why = refusal(op, self.varied.__contains__, self.hidden_arrays) \
+                or _record_in_tuple(op, self.varied)
             if why is not None:
                 raise self.unsupported(op, *why)
             self.FORWARD_HANDLERS[type(op)](self, op)
@@ -58,7 +59,7 @@ class ForwardSweep:
         new = self.b.phi(op.result.type, self.blocks[op.block], hint=op.result.hint)
         self.values[op.result] = new.result
         self.phis.append((op, new, None))
-        if _is_float_array(op.result.type):
+        if has_shadow(op.result.type):
             shadow = self.b.phi(_writable(op.result.type), self.blocks[op.block])
             self.phis.append((("shadow", op, None), shadow, None))
             self.shadows[op.result] = shadow.result
@@ -125,7 +126,7 @@ class ForwardSweep:
         self.emit_clone(op)
         self.after_definition(op)
         result = op.result
-        if result is not None and _is_float_array(result.type):
+        if result is not None and has_shadow(result.type):
             if _view_source(op) in self.constant_arrays:
                 self.constant_arrays.add(result)  # a view of constant data
                 return
@@ -231,6 +232,21 @@ class ForwardSweep:
         for k, item in enumerate(op.items):
             if item in self.shadows:
                 self.shadows[Entry(op.result, k)] = self.shadows[item]
+
+
+def _record_in_tuple(op: Op, varied: set):
+    """A structured array being differentiated put into or taken out of a tuple: the shadows
+    of tuple entries are made for float arrays only (adjoints.py), so refused."""
+    if isinstance(op, ops.BuildTuple):
+        values = [v for v in op.operands if v in varied]
+    elif isinstance(op, ops.TupleGetItem) and op.tuple in varied:
+        values = [op.result]
+    else:
+        return None
+    if any(is_record_array(v.type) or is_float_record(v.type) for v in values):
+        return ("a tuple holding a structured array or record being differentiated, in reverse "
+                "mode", "pass the structured array as an argument of its own")
+    return None
 
 
 def _item_type(op: ops.SetItem):

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from ...ir.builder import Builder
 from ...ir.core import Value
-from ...ir.types import ArrayType, TupleType, none
+from ...ir.types import ArrayType, TupleType, is_float_record, is_record_array, none
+from ...rules.records import holder_type
 
 
 from ...rules.registry import has_adjoint, is_float, is_float_array  # noqa: E402,F401 (shared)
@@ -15,8 +16,10 @@ from ...rules.registry import has_adjoint, is_float, is_float_array  # noqa: E40
 def grad_type(t):
     if is_float(t):
         return t
-    if is_float_array(t):
+    if is_float_array(t) or is_record_array(t):
         return shadow_type(t)
+    if is_float_record(t):
+        return holder_type(t)  # a structured array of one entry (rules/records.py)
     if isinstance(t, TupleType) and has_adjoint(t):
         return TupleType(tuple(grad_type(e) for e in t.elements))
     return none
@@ -48,6 +51,12 @@ def unit_tangent(b: Builder, primal: Value) -> Value:
         # array expressions cannot hold a float32 literal (see rules/numpy_rules._const)
         return b.cast(b.const(1.0), t)
     return b.const(1.0, t)
+
+
+def has_shadow(t) -> bool:
+    """Values whose adjoints live in a shadow array beside them: float arrays and structured
+    arrays with float fields."""
+    return is_float_array(t) or is_record_array(t)
 
 
 def shadow_type(t: ArrayType) -> ArrayType:
