@@ -31,6 +31,7 @@ try:
     # what numba's rewrite of `np.array([... for v in it])` calls (a preallocated array)
     from numba.core.inline_closurecall import length_of_iterator  # noqa: F401
     from numba.np.unsafe.ndarray import empty_inferred  # noqa: F401
+    from numba.np.numpy_support import as_dtype  # noqa: F401  (a record type's NumPy dtype)
     from numba.core.dispatcher import Dispatcher  # noqa: F401
     from numba.core.registry import CPUDispatcher  # noqa: F401
     from numba.core.typing.templates import Signature  # noqa: F401
@@ -54,7 +55,6 @@ typeof = numba.typeof
 njit = numba.njit
 intrinsic = numba.extending.intrinsic
 overload = numba.extending.overload
-from numba.np.numpy_support import as_dtype  # noqa: E402,F401  (a record type's NumPy dtype)
 vectorize = numba.vectorize
 literal_unroll = numba.literal_unroll
 typed = numba.typed  # typed.List: tapes of the vjp cut

@@ -30,7 +30,7 @@ from .. import _numba as nb
 from ..ir import ops
 from ..ir.core import Op
 from ..ir.types import (ArrayType, NoneType, OpaqueType, TupleType, is_float_record,
-                        is_record_array)
+                        is_record_array, is_record_like)
 from ..rules.catalogue import EFFECT_FREE
 from ..rules.custom import lookup_custom
 from ..ir.traits import Trait
@@ -93,17 +93,13 @@ _RECORD_ATTRIBUTES = ("shape", "size", "ndim", "T")
 
 
 def _record_refusal(op: Op, carries_derivative: Callable) -> Optional[tuple]:
-    held = [v for v in op.operands if _record_like(v.type) and carries_derivative(v)]
+    held = [v for v in op.operands if is_record_like(v.type) and carries_derivative(v)]
     if not held or _record_op_follows_derivatives(op):
         return None
     return (f"{describe(op)} given a structured array or record being differentiated",
             "read float fields of its entries (p[i]['a'], p[i].a) and compute with those; "
             "copies, writes, fancy indexing and tuples of structured arrays are not "
             "differentiated")
-
-
-def _record_like(t) -> bool:
-    return is_record_array(t) or is_float_record(t)
 
 
 def _record_op_follows_derivatives(op: Op) -> bool:

@@ -32,7 +32,7 @@ from .constructs import ConstructReads, StarArgs, is_star_args, jitclass_method
 from .lists import GrowingList, GrowingLists, ListMethod
 from .loops import LoopReads
 from .messages import (CONTAINER_HINT, construct_of, container_construct, hint_of,
-                       is_container, is_record, is_string, unsupported_expr, user_type)
+                       is_container, is_string, unsupported_expr, user_type)
 from .pipeline import TypedIR
 
 ir = nb.ir

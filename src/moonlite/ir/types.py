@@ -269,3 +269,8 @@ def is_float_record(t: Type) -> bool:
 def is_record_array(t: Type) -> bool:
     """A structured array of such records (`params[i]['alpha']`)."""
     return isinstance(t, ArrayType) and is_float_record(t.dtype)
+
+
+def is_record_like(t: Type) -> bool:
+    """Such a record, or a structured array of them."""
+    return is_float_record(t) or is_record_array(t)

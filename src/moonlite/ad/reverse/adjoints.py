@@ -14,8 +14,7 @@ import numpy as np
 
 from ...ir import ops
 from ...ir.core import Argument, Op, Value
-from ...ir.types import ArrayType, TupleType, int64
-from ...ir.types import is_float_record
+from ...ir.types import ArrayType, TupleType, int64, is_float_record
 from ...rules.records import holder_type, record_holder
 from .helpers import SUM_TO_SHAPE, same_size_or_raise
 from .types import (Entry, has_adjoint as _has_adjoint, is_float as _is_float,

@@ -39,21 +39,26 @@ class MemoryAdjoints:
     def _rv_record_field(self, op: ops.GetAttr) -> None:
         if not _is_float(op.result.type) or op.value not in self.varied:
             return
-        source = record_source(op.value)
-        if isinstance(op.value, Argument) and op.value in self.shadows:
-            holder = self.shadow(op.value)  # a record argument's: one entry (records.py)
-            entry = self.b.getitem(holder, self.b.const(0, int64), type=op.value.type)
+        entry = self._shadow_record(op)
+        if entry is not None:
             self.b.call(field_adder(op.name), [entry, self.take_adjoint(op.result)], type=none)
-            return
-        if source is None:
-            raise self.unsupported(op, f"differentiating a field of a record that is not read "
-                                   f"from a structured array here ({op.value.type}) in reverse "
-                                   "mode", "read fields as p[i]['a'] of a structured array p")
-        shadow = self.shadow(source.value)
-        if shadow is None:
-            return
-        entry = self.b.getitem(shadow, self.recall(source.index), type=op.value.type)
-        self.b.call(field_adder(op.name), [entry, self.take_adjoint(op.result)], type=none)
+
+    def _shadow_record(self, op: ops.GetAttr):
+        """Where the adjoints of the fields of the record `op` reads go: entry 0 of a record
+        argument's one-entry shadow (records.py), or `shadow[i]` for a record read as `p[i]`;
+        None when that shadow does not exist (constant data)."""
+        record = op.value
+        if isinstance(record, Argument):
+            holder, index = self.shadow(record), self.b.const(0, int64)
+        else:
+            source = record_source(record)
+            if source is None:
+                raise self.unsupported(op, "differentiating a field of a record that is not "
+                                       f"read from a structured array here ({record.type}) in "
+                                       "reverse mode",
+                                       "read fields as p[i]['a'] of a structured array p")
+            holder, index = self.shadow(source.value), self.recall(source.index)
+        return None if holder is None else self.b.getitem(holder, index, type=record.type)
 
     def rv_getitem(self, op: ops.GetItem) -> None:
         if isinstance(op.value.type, TupleType):

@@ -14,7 +14,7 @@ import numpy as np
 from ...ir import ops
 from ...ir.clone import clone_op
 from ...ir.core import Block, Op, Value
-from ...ir.types import ArrayType, TupleType, int64, is_float_record, is_record_array
+from ...ir.types import ArrayType, TupleType, int64, is_record_like
 from ...rules.operands import name_of as _name
 from ...ir.traits import AXES_VIEW
 from ..opinfo import (positional as _positional,
@@ -243,7 +243,7 @@ def _record_in_tuple(op: Op, varied: set):
         values = [op.result]
     else:
         return None
-    if any(is_record_array(v.type) or is_float_record(v.type) for v in values):
+    if any(is_record_like(v.type) for v in values):
         return ("a tuple holding a structured array or record being differentiated, in reverse "
                 "mode", "pass the structured array as an argument of its own")
     return None
