@@ -15,6 +15,7 @@ from .rules.custom import custom_jvp, custom_vjp, nondifferentiable
 from .debug import debug_enabled, debug_mode, set_debug
 from .timing import compile_timings
 from .cache import set_cache_dir
+from . import api_njit  # noqa: E402,F401  (jvp, hvp, vjp inside njit code)
 from . import testing  # noqa: E402  (the public rule checker: moonlite.testing.check_jvp)
 
 __version__ = "0.1.0"

@@ -38,7 +38,8 @@ try:
     from numba.core.typing.templates import make_concrete_template  # noqa: F401
     from numba.core.unsafe import eh as _eh
     from numba.core import cgutils  # noqa: F401
-    from numba.core.imputils import impl_ret_borrowed  # noqa: F401
+    from numba.core.imputils import impl_ret_borrowed, lower_builtin  # noqa: F401
+    from numba.core.typing.templates import AttributeTemplate, bound_function  # noqa: F401
     from numba.cpython import listobj  # noqa: F401
     from llvmlite import ir as llvm_ir  # noqa: F401  (the intrinsics of lower/tapes.py)
     from llvmlite import binding as llvm_binding  # noqa: F401  (symbols compiled code calls)
@@ -55,6 +56,10 @@ typeof = numba.typeof
 njit = numba.njit
 intrinsic = numba.extending.intrinsic
 overload = numba.extending.overload
+models = numba.extending.models  # the pullback value of vjp inside njit code (api_njit.py)
+register_model = numba.extending.register_model
+make_attribute_wrapper = numba.extending.make_attribute_wrapper
+infer_getattr = numba.extending.infer_getattr
 vectorize = numba.vectorize
 literal_unroll = numba.literal_unroll
 typed = numba.typed  # typed.List: tapes of the vjp cut
