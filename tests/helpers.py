@@ -1,5 +1,7 @@
 """Shared test utilities: comparing results of kernels, including mutated arguments."""
 
+import os
+
 import numpy as np
 
 
@@ -39,3 +41,11 @@ def central_differences(f, args: tuple, argnum: int = 0, h: float = 1e-6) -> np.
         plus[argnum], minus[argnum] = x + step, x - step
         grad[k] = (f(*plus) - f(*minus)) / (2 * h)
     return grad
+
+
+def optimised_env() -> dict:
+    """The environment for a test's new process, compiling at numba's default optimisation
+    level (tests/conftest.py compiles the suite at -O0 unless NUMBA_OPT says otherwise)."""
+    env = dict(os.environ)
+    env.pop("NUMBA_OPT", None)
+    return env

@@ -7,13 +7,16 @@ import sys
 
 import numpy as np
 
+from .helpers import optimised_env
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def test_suite_runs_quick_and_moonlite_agrees_with_central_differences(tmp_path):
     out = subprocess.run([sys.executable, "suite.py", "--quick", "--plot",
                           str(tmp_path / "suite.png")], cwd=ROOT / "benchmarks",
-                         capture_output=True, text=True, timeout=900)
+                         capture_output=True, text=True, timeout=900,
+                         env=optimised_env())
     assert out.returncode == 0, out.stderr[-3000:]
     text = out.stdout
     assert "## moonlite: derivative time over primal time" in text

@@ -4,10 +4,12 @@ finite differences (the demo exits non-zero otherwise)."""
 import subprocess
 import sys
 
+from .helpers import optimised_env
+
 
 def test_demo_runs_and_agrees_with_finite_differences():
     done = subprocess.run([sys.executable, "-m", "moonlite.demo"], capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=600, env=optimised_env())
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "func sum_sin_loop(" in done.stdout
     assert "rosenbrock: gradient by reverse mode" in done.stdout
