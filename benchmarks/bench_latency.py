@@ -92,6 +92,9 @@ def first_calls(quick: bool, apis: list) -> list:
     return rows
 
 
+LOOP = 100  # calls per njit loop in the rows "each in an njit loop"
+
+
 def per_call() -> list:
     import numba
     import moonlite
@@ -104,6 +107,24 @@ def per_call() -> list:
     v = np.ones(4)
     g = moonlite.grad(f)
     rule = moonlite.build_frule(f, x)  # the compiled forward rule jvp's overhead is measured on
+
+    @numba.njit
+    def vjp_in_njit(x):  # moonlite.vjp and its pullback inside njit code (api_njit.py)
+        return moonlite.vjp(f, x)[1](1.0)
+
+    @numba.njit
+    def vjp_in_njit_loop(x, n):
+        s = 0.0
+        for _ in range(n):
+            s += moonlite.vjp(f, x)[1](1.0)[0][0]
+        return s
+
+    @numba.njit
+    def jvp_in_njit_loop(x, v, n):
+        s = 0.0
+        for _ in range(n):
+            s += moonlite.jvp(f, (x,), (v,))[1]
+        return s
     calls = [
         ("primal f(x)", lambda: f(x)),
         ("forward rule(x, v), held (build_frule)", lambda: rule(x, v)),
@@ -112,6 +133,9 @@ def per_call() -> list:
         ("value_and_grad(f)(x)", lambda: moonlite.value_and_grad(f)(x)),
         ("jvp(f, (x,), (v,))", lambda: moonlite.jvp(f, (x,), (v,))),
         ("vjp(f, x) + pullback", lambda: moonlite.vjp(f, x)[1](1.0)),
+        ("vjp(f, x) + pullback, in an njit function", lambda: vjp_in_njit(x)),
+        ("vjp(f, x) + pullback, each in an njit loop", lambda: vjp_in_njit_loop(x, LOOP)),
+        ("jvp(f, (x,), (v,)), each in an njit loop", lambda: jvp_in_njit_loop(x, v, LOOP)),
         ("hvp(f, (x,), (v,))", lambda: moonlite.hvp(f, (x,), (v,))),
         ("jacfwd(f)(x)", lambda: moonlite.jacfwd(f)(x)),
         ("jacrev(f)(x)", lambda: moonlite.jacrev(f)(x)),
@@ -127,7 +151,7 @@ def per_call() -> list:
             for _ in range(n):
                 call()
             best = min(best, (time.perf_counter() - t) / n)
-        rows.append((name, best * 1e6))
+        rows.append((name, best * 1e6 / (LOOP if "njit loop" in name else 1)))
     return rows
 
 

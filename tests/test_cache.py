@@ -73,6 +73,14 @@ print(json.dumps({"value": np.asarray(value).tolist(), "hits": g._cache.hits,
 X = np.array([1.0, 2.0, -0.5])
 
 
+@pytest.fixture(autouse=True)
+def optimised(monkeypatch):
+    """These tests, and the processes they start, compile at numba's default -O3: at -O0 (the
+    rest of the suite, tests/conftest.py) numba leaves the address of every njit function a
+    derivative calls in its code, and neither cache stores such code (docs/limitations.md)."""
+    monkeypatch.delenv("NUMBA_OPT", raising=False)
+
+
 def _write_kernel(folder, scale=2.0, power=1.0, extra=""):
     (folder / "kern.py").write_text(KERNEL.format(scale=scale, power=power, extra=extra))
     (folder / "run.py").write_text(RUNNER)
