@@ -43,22 +43,19 @@ def _njit_function(f, api: str):
         f"got {f}")
 
 
-@nb.overload(jvp)
-def _jvp_in_njit(f, primals, tangents):
-    disp = _jvp_dispatcher(_njit_function(f, "jvp"))
+def _overload_calling(api, dispatcher_of) -> None:
+    """`api(f, primals, tangents)` inside njit code: a call of `dispatcher_of(f)`."""
+    @nb.overload(api)
+    def in_njit(f, primals, tangents):
+        disp = dispatcher_of(_njit_function(f, api.__name__))
 
-    def impl(f, primals, tangents):
-        return disp(primals, tangents)
-    return impl
+        def impl(f, primals, tangents):
+            return disp(primals, tangents)
+        return impl
 
 
-@nb.overload(hvp)
-def _hvp_in_njit(f, primals, tangents):
-    disp = _plain_hvp_dispatcher(_njit_function(f, "hvp"))
-
-    def impl(f, primals, tangents):
-        return disp(primals, tangents)
-    return impl
+_overload_calling(jvp, _jvp_dispatcher)
+_overload_calling(hvp, _plain_hvp_dispatcher)
 
 
 # --- vjp ---------------------------------------------------------------------------------------
