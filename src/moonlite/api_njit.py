@@ -24,8 +24,8 @@ import numpy as np
 from . import _numba as nb
 from .api_calls import _jvp_dispatcher, jvp
 from .api_higher import _plain_hvp_dispatcher, hvp
-from .api_reverse import refuse_complex, vjp
-from .ad.guards import may_share_memory
+from .api_reverse import parameter_names, refuse_complex, vjp
+from .ad.guards import aliasing_message, may_share_memory
 from .api import compile_lock
 from .driver import derived_reverse_split
 from .errors import ArgumentError
@@ -107,28 +107,30 @@ def _pullback_maker(pull):
 @nb.overload(vjp, jit_options={"forceinline": True})  # see _vjp_impl
 def _vjp_in_njit(f, *primals):
     fn = _njit_function(f, "vjp")
-    argtypes = tuple(primals[0] if len(primals) == 1 and isinstance(primals[0], types.StarArgTuple)
-                     else primals)
+    argtypes = tuple(primals)
     with compile_lock():
         sweep, pull = derived_reverse_split(fn, argtypes)
     refuse_complex(fn, argtypes, sweep.ir)
-    return _vjp_impl(fn.py_func.__qualname__, len(argtypes), sweep, pull,
-                     [i for i in sorted(sweep.written)],
+    names = parameter_names(fn)
+    if len(names) != len(argtypes):  # a kernel taking *args
+        names = [f"argument {i}" for i in range(len(argtypes))]
+    return _vjp_impl(fn.py_func.__qualname__, names, sweep, pull,
+                     sorted(sweep.written),
                      [j for j, t in enumerate(argtypes) if isinstance(t, types.Array)])
 
 
-def _vjp_impl(name: str, n: int, sweep, pull, written: list, arrays: list):
-    """The generated `impl(f, *primals)` of vjp for `n` primals: a call of an njit function of
+def _vjp_impl(name: str, names: list, sweep, pull, written: list, arrays: list):
+    """The generated `impl(f, *primals)` of vjp for primals called `names`: a call of an njit function of
     the primals alone. (`f` is a dispatcher passed as a value: numba lowers it as its address,
     which would keep numba from caching the caller unless LLVM drops it, as it does once this
     small impl is inlined.)"""
+    n = len(names)
     params = [f"p{i}" for i in range(n)]
     lines = [f"def vjp_of_primals({', '.join(params)}):"]
     for i in written:  # the Python vjp's aliasing check, compiled
         for j in arrays:
             if j != i:
-                message = (f"moonlite: arguments {i} and {j} of {name} share memory, and {name} "
-                           f"writes into argument {i}: pass copies")
+                message = aliasing_message(name, names[i], names[j])
                 lines.append(f"    if may_share_memory(p{i}, p{j}):")
                 lines.append(f"        raise ArgumentError({message!r})")
     work = [f"w{i}" if i in written else f"p{i}" for i in range(n)]

@@ -199,7 +199,7 @@ def vjp(f, *primals):
                              lambda: _split_rule(f, primals))
     name = f.py_func.__qualname__
     if sweep.written and any_shared_memory(primals):
-        check_aliasing(name, primals, sweep.written, _parameter_names(f))
+        check_aliasing(name, primals, sweep.written, parameter_names(f))
     work = private_copies(primals, sweep.written)
     guard = deferred_interrupts if sweep.state_has_lists else contextlib.nullcontext
     with guard():
@@ -242,7 +242,7 @@ def _strong_zeros_gradients(f, argtypes: tuple, args: tuple, dout) -> tuple:
     return grads
 
 
-def _parameter_names(f) -> list:
+def parameter_names(f) -> list:
     return list(inspect.signature(f.py_func).parameters)
 
 

@@ -79,7 +79,7 @@ def emit_guards(b, values: list, written: frozenset, function_name: str,
             refuse, go_on = b.new_block("aliased"), b.new_block("not_aliased")
             b.branch(shared, refuse, go_on)
             b.position_at_end(refuse)
-            b.raise_(ArgumentError, [b.const(_aliasing_message(function_name, names[i],
+            b.raise_(ArgumentError, [b.const(aliasing_message(function_name, names[i],
                                                                names[j]))])
             b.position_at_end(go_on)
     return [b.call(np.copy, [v], type=v.type) if copy and i in written else v
@@ -93,7 +93,7 @@ def check_aliasing(function_name: str, args: tuple, written: frozenset, names=No
         for j, other in enumerate(args):
             if j != i and isinstance(other, np.ndarray) and isinstance(args[i], np.ndarray) \
                     and np.may_share_memory(args[i], other):
-                raise ArgumentError(_aliasing_message(function_name, names[i], names[j]))
+                raise ArgumentError(aliasing_message(function_name, names[i], names[j]))
 
 
 def any_shared_memory(values: tuple) -> bool:
@@ -107,7 +107,7 @@ def private_copies(args: tuple, written: frozenset) -> tuple:
                  for i, a in enumerate(args))
 
 
-def _aliasing_message(function_name: str, written: str, other: str) -> str:
+def aliasing_message(function_name: str, written: str, other: str) -> str:
     return (f"moonlite: arguments {written} and {other} of {function_name} share memory, and "
             f"{function_name} writes into {written}: a derivative follows each argument "
             f"separately and would be wrong; pass copies (e.g. {other}.copy())")
