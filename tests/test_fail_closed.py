@@ -79,6 +79,37 @@ def jitclass_built_from_derivative(x):
 
 
 @numba.njit
+def jitclass_carried_around_a_loop(x):
+    box = Box(x)
+    for _ in range(3):
+        box = Box(box.scaled(0.5) + 1.0)  # a new instance each iteration: a phi of instances
+    return box.value * x
+
+
+@numba.njit
+def jitclass_in_a_tuple_carried_around_a_loop(x):
+    state = (Box(x), 0)
+    for i in range(3):
+        state = (Box(state[0].scaled(0.5) + 1.0), i)
+    return state[0].value
+
+
+@jitclass([("value", numba.float64)])
+class SelfCalling:
+    def __init__(self, value):
+        self.value = value
+        self.check()  # __init__ passes self on: numba's constructor is kept, opaque
+
+    def check(self):
+        return self.value > 0.0
+
+
+@numba.njit
+def jitclass_whose_init_calls_a_method(x):
+    return SelfCalling(x).value
+
+
+@numba.njit
 def sum_last_axis_1d(v):
     return np.sum(v, axis=-1) * np.sum(v * v, axis=0)
 
@@ -260,6 +291,9 @@ CORRECT = [
     _case("namedtuple_of_derivative", namedtuple_of_derivative, 0.7),
     # a jitclass method is a call of its njit function (issue #20; refused before)
     _case("jitclass_method", jitclass_method, 0.7),
+    # fields of an instance built from derivatives are read through (issue #20; refused before)
+    _case("jitclass_built_from_derivative", jitclass_built_from_derivative, 0.7),
+    _case("jitclass_carried_around_a_loop", jitclass_carried_around_a_loop, 0.7),
     _case("sum_last_axis_1d", sum_last_axis_1d, RNG.uniform(-1, 1, 4)),
     _case("sum_last_axis_2d", sum_last_axis_2d, RNG.uniform(-1, 1, (3, 4))),
     _case("array_from_floats", array_from_floats, 0.7, -1.1, 0.4),
@@ -364,8 +398,10 @@ _TABLE = np.array([(0.5, 1.5), (2.0, -1.0)], dtype=[("a", "f8"), ("b", "f8")])
 
 REFUSED = [
     ("jitclass_field", jitclass_field, (0.7,), "attribute assignment"),
-    ("jitclass_built_from_derivative", jitclass_built_from_derivative, (0.7,),
-     "jitclass instance"),
+    ("jitclass_in_a_tuple_carried_around_a_loop", jitclass_in_a_tuple_carried_around_a_loop,
+     (0.7,), "Box instance built from values being differentiated and used other than"),
+    ("jitclass_whose_init_calls_a_method", jitclass_whose_init_calls_a_method, (0.7,),
+     "puts a value being differentiated into a jitclass instance"),
     ("fill_diagonal", fill_diagonal, (np.ones((3, 3)), 0.5), "returns nothing"),
     ("sort", sorts_in_place, (np.array([3.0, 1.0, 2.0]),), "returns nothing"),
     ("out_argument", out_argument, (np.ones(3),), "output argument"),

@@ -44,6 +44,9 @@ try:
     from llvmlite import ir as llvm_ir  # noqa: F401  (the intrinsics of lower/tapes.py)
     from llvmlite import binding as llvm_binding  # noqa: F401  (symbols compiled code calls)
     from numba.core.compiler_lock import global_compiler_lock  # noqa: F401
+    # a jitclass instance allocated without running __init__ (capture/jitclasses.py)
+    from numba.experimental.jitclass.base import imp_dtor as jitclass_dtor  # noqa: F401
+    from numba.experimental.jitclass.base import JitClassType  # noqa: F401
     from numba.core.targetconfig import ConfigStack as _ConfigStack
     from numba.misc.special import prange  # noqa: F401
     from numba.np.ufunc.dufunc import DUFunc  # noqa: F401

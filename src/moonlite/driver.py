@@ -31,10 +31,11 @@ from .ad.inline import inline_njit_calls
 from .ad.reverse import reverse_transform, reverse_transform_split
 from .cache import attach_disk_cache
 from .capture import capture_types
+from .capture.jitclasses import takes_or_returns_instance
 from .ir.loop_exits import add_loop_exit_phis
 from .debug import on_mode_change, verified, verified_in_debug
 from .errors import UNKNOWN_LOC, CaptureError, SourceLoc, UnsupportedError
-from .ir import Builder
+from .ir import Builder, ops
 from .ir.types import OpaqueType, from_numba
 from .ir.typing import TypingFailure, call_result_type
 from .lower import lower
@@ -96,7 +97,8 @@ def derived_forward_rule(f, argtypes: tuple, width: int = 1, active=None, eager:
         try:
             primal = verified_in_debug(primal_ir(f, argtypes, forward=True), "capture")
             with phase("AD passes"):
-                forward = forward_transform(primal, width, active, context=PASS_CONTEXT)
+                flat = _instances_read_through(primal)
+                forward = forward_transform(flat, width, active, context=PASS_CONTEXT)
             rule = _lowered(verified(forward, "forward mode"), f,
                             ("forward rule", _types_key(argtypes), width, _active_key(active)),
                             eager)
@@ -202,6 +204,18 @@ def _inlined_primal(f, argtypes: tuple):
     with phase("AD passes"):
         exits = add_loop_exit_phis(hoisted)
     return verified(exits, "loop-exit phis")
+
+
+def _instances_read_through(primal):
+    """`primal` with the calls that take or return a jitclass instance inlined, so that fields
+    of instances built in it are read out of what they were built from (the reverse pass
+    inlines every call): forward mode then gives them no tangent (`capture/jitclasses.py`)."""
+    if not any(isinstance(op, ops.Call) and takes_or_returns_instance(op)
+               for op in primal.ops()):
+        return primal
+    return verified(inline_njit_calls(primal, keep=lambda callee: False, context=PASS_CONTEXT,
+                                      only=takes_or_returns_instance, mode="forward mode"),
+                    "inlining the calls given jitclass instances")
 
 
 def _precise_written(primal):

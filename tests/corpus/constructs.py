@@ -276,6 +276,92 @@ def neuron_loss(x, cell):
     return total + cell.activation(x[0]) + cell.squash(x[1])
 
 
+# --- jitclass instances built from values being differentiated -----------------------------
+
+
+@jitclass([("stiffness", numba.float64), ("rest", numba.float64), ("damping", numba.float64)])
+class Bond:
+    def __init__(self, stiffness, rest, damping):
+        self.stiffness = stiffness
+        self.rest = rest
+        self.damping = damping * np.sqrt(stiffness)  # a field computed from others
+
+    def force(self, r, v):
+        return -self.stiffness * (r - self.rest) - self.damping * v
+
+
+@numba.njit
+def chain_energy(positions, params):
+    """A bond built in the loop from the parameters being differentiated; its method called."""
+    e = 0.0
+    for i in range(positions.shape[0] - 1):
+        bond = Bond(params[0] * (1.0 + 0.1 * i), params[1], params[2])
+        r = positions[i + 1] - positions[i]
+        e += bond.force(r, 0.1 * r) ** 2
+    return e
+
+
+@jitclass([("weights", numba.float64[:, :]), ("bias", numba.float64[:]), ("scale", numba.float64),
+           ("width", numba.int64)])
+class Dense:
+    def __init__(self, weights, bias, scale):
+        self.weights = weights
+        self.bias = bias
+        self.width = weights.shape[0]
+        if scale > 0.0:
+            self.scale = scale
+            return  # an early return: the fields set so far
+        self.scale = -scale
+
+    def apply(self, x):
+        out = np.empty(self.width)
+        for j in range(self.width):
+            out[j] = np.tanh(self.scale * (self.weights[j] @ x) + self.bias[j])
+        return out
+
+
+@numba.njit
+def make_layer(weights, bias, t):
+    return Dense(weights * t, bias, t * t - 0.2)
+
+
+@numba.njit
+def layer_output(layer, x):
+    return np.sum(layer.apply(x) ** 2) + layer.scale
+
+
+@numba.njit
+def two_layer_loss(x, weights, bias, t):
+    """Instances with array fields built by a helper, passed to another helper, read in a
+    tuple; a constructor with a branch and an early return."""
+    first = make_layer(weights, bias, t)
+    pair = (first, Dense(weights.T.copy(), bias[:weights.shape[1]] * t, -t))
+    return layer_output(pair[0], x) + layer_output(pair[1], first.apply(x)) * first.width
+
+
+@jitclass([("x", numba.float64), ("v", numba.float64)])
+class PhaseState:
+    def __init__(self, x, v):
+        self.x = x
+        self.v = v
+
+    def energy(self, k):
+        return 0.5 * self.v * self.v + 0.5 * k * self.x * self.x
+
+
+@numba.njit
+def leapfrog_energy(state0, k, dt, steps):
+    """An immutable state object rebuilt at every step of an integrator, one chosen by a
+    branch at the end."""
+    s = PhaseState(state0[0], state0[1])
+    for _ in range(steps):
+        v_half = s.v - 0.5 * dt * k * s.x
+        x_new = s.x + dt * v_half
+        s = PhaseState(x_new, v_half - 0.5 * dt * k * x_new)
+    final = s if s.x > 0.0 else PhaseState(-s.x, s.v)
+    return final.energy(k) + final.x
+
+
 # --- lists built by appending: comprehensions, filters, appends in loops ---------------------
 
 
@@ -368,6 +454,14 @@ CASES = [
     ConstructCase("neuron_loss", "jitclass methods and fields", neuron_loss,
                   lambda: (np.array([0.3, -0.2, 0.8]),
                            Neuron(1.5, np.array([0.5, -1.0, 2.0]), 2))),
+    ConstructCase("chain_energy", "jitclass built in a loop from parameters", chain_energy,
+                  lambda: (np.array([0.0, 1.1, 1.9, 3.2]), np.array([2.0, 1.0, 0.3]))),
+    ConstructCase("two_layer_loss", "jitclasses with array fields built, passed, in a tuple",
+                  two_layer_loss,
+                  lambda: (np.array([0.3, -0.5]), _rng(13).uniform(-1.0, 1.0, (3, 2)),
+                           np.array([0.1, -0.2, 0.05]), 0.8)),
+    ConstructCase("leapfrog_energy", "jitclass state rebuilt in a loop, chosen by a branch",
+                  leapfrog_energy, lambda: (np.array([0.7, -0.2]), 1.3, 0.1, 15)),
     ConstructCase("mixed_penalties", "literal_unroll, arrays and a float", mixed_penalties,
                   lambda: (_rng(5).uniform(-1.0, 1.0, 3), _rng(6).uniform(-1.0, 1.0, (2, 3)))),
     ConstructCase("weighted_terms", "literal_unroll, several floats", weighted_terms,

@@ -645,7 +645,7 @@ WIDE_FEATURES = frozenset({
     # floats kept in namedtuples and jitclass instances
     "namedtuple", "namedtuple_kw_build", "namedtuple_attr", "namedtuple_index",
     "namedtuple_unpack", "namedtuple_rebind", "namedtuple_helper", "jitclass", "jitclass_field",
-    "jitclass_method",
+    "jitclass_method", "jitclass_rebuild",
     # reductions along an axis, cumulative sums
     "sum_axis_1d", "sum_axis_2d", "sum_method_axis", "cumsum", "cumsum_axis",
     # arrays and reductions made from tuples of floats
@@ -679,7 +679,8 @@ class _WideGen(_Gen):
     - helpers with defaulted parameters, called with keyword arguments or leaving defaults out;
     - floats kept in `collections.namedtuple`s (built in the kernel, read back by field and by
       index, unpacked, rebuilt in loops, passed to helpers) and in `@jitclass` instances (a
-      field computed in `__init__`, fields read back, a method computing from them);
+      field computed in `__init__`, fields read back, a method computing from them, an instance
+      rebuilt in a loop from the last one);
     - `np.sum(v, axis=0/-1)`, `np.sum(A, axis=0/1/-1)`, `a.sum(axis=...)`, `np.cumsum` with and
       without an axis, on 1-D arrays and n x n matrices;
     - `np.array((a, b, c))`, `np.asarray((a, b))` of computed floats, the builtin
@@ -1033,8 +1034,17 @@ class _WideGen(_Gen):
         o = self.fresh("o")
         self.emit(indent, f"{o} = {cls}({self.expr(s, 1)}, {self.expr(s, 1)})")
         s.objs.append(o)
-        form = self.r.choice(["fields", "method", "both"])
-        if form == "fields":
+        form = self.r.choice(["fields", "method", "both", "rebuild"])
+        if form == "rebuild":  # a new instance each iteration, from the last one's fields
+            self.features.add("jitclass_rebuild")
+            i = self.fresh("i")
+            self.emit(indent, f"for {i} in range({s.n}):")
+            inner = s.child()
+            inner.idx.append(i)
+            first = f"0.5 * {o}.a + {self.mathf('tanh')}({self.expr(inner, 1)})"
+            self.emit(indent + 1, f"{o} = {cls}({first}, {o}.value({o}.b))")
+            self.new_named(s, indent, f"{o}.a * {o}.b", targets)
+        elif form == "fields":
             self.features.add("jitclass_field")
             self.new_named(s, indent, f"{o}.a * {o}.b", targets)
         elif form == "method":

@@ -10,6 +10,7 @@ is refused with a clear error.
 from __future__ import annotations
 
 from .. import _numba as nb
+from ..capture.jitclasses import maker
 from ..errors import UnsupportedError
 from ..ir import Builder, ops, reverse_post_order
 from ..ir.cleanup import remove_dead_code
@@ -19,20 +20,24 @@ from ..ir.traits import Trait
 from ..ir.types import ArrayType
 from ..rules.custom import lookup_custom
 from .context import NO_CALLEES, PassContext
+from .instances import field_of_built_instance, read_through_instance_phis
 from .opinfo import is_math_call, writes_no_memory
 
 
 def inline_njit_calls(fn: Function, keep=lambda callee: False,
-                      context: PassContext = NO_CALLEES, _stack: tuple = ()) -> Function:
-    """A new function with every call of an njit function (except those `keep` accepts)
-    replaced by the callee's body (its IR from `context.callee_ir`), recursively; `fn` is left
-    untouched."""
-    return _Inliner(fn, keep, context, _stack).run()
+                      context: PassContext = NO_CALLEES, _stack: tuple = (),
+                      only=lambda call: True, mode: str = "reverse mode") -> Function:
+    """A new function with every call of an njit function (except those `keep` accepts, and
+    those the op predicate `only` rejects) replaced by the callee's body (its IR from
+    `context.callee_ir`), recursively; `fn` is left untouched. Fields of jitclass instances
+    built here are read out of what they were built from (`capture/jitclasses.py`)."""
+    return _Inliner(fn, keep, context, _stack, only, mode).run()
 
 
 class _Inliner:
-    def __init__(self, fn: Function, keep, context: PassContext, stack: tuple):
+    def __init__(self, fn: Function, keep, context: PassContext, stack: tuple, only, mode):
         self.fn, self.keep, self.context, self.stack = fn, keep, context, stack
+        self.only, self.mode = only, mode
         self.b = Builder.new_function(fn.name, fn.argtypes, [a.name for a in fn.args],
                                       fn.return_type, py_func=fn.py_func, loc=fn.loc,
                                       boundscheck=fn.boundscheck)
@@ -61,6 +66,7 @@ class _Inliner:
             for block, value in old.incoming:
                 if block in self.exit_block:
                     new.add_incoming(self.exit_block[block], self.values[value])
+        read_through_instance_phis(self.b.function, self.b)
         return remove_dead_code(self.b.function)  # tuples whose entries were all read off
 
     def _emit(self, op, values: dict, blocks: dict):
@@ -71,6 +77,11 @@ class _Inliner:
             builder = getattr(values[op.tuple], "op", None)
             if isinstance(builder, ops.BuildTuple):
                 values[op.result] = builder.items[op.index]
+                return None
+        if isinstance(op, ops.GetAttr):
+            field = field_of_built_instance(self.b, values[op.value], op.name, op.result.type)
+            if field is not None:
+                values[op.result] = field
                 return None
         new = clone_op(op, values, blocks)
         available = self.available.setdefault(self.b.block, {})
@@ -90,19 +101,19 @@ class _Inliner:
     def _inlinable(self, op) -> bool:
         # a function with a user's rule is called, never inlined: the rule applies to the call
         return (isinstance(op, ops.Call) and nb.is_njit_dispatcher(op.callee)
-                and not op.kwnames and not self.keep(op.callee)
-                and lookup_custom(op.callee) is None)
+                and not op.kwnames and not self.keep(op.callee) and self.only(op)
+                and lookup_custom(op.callee) is None and maker(op.callee) is None)
 
     def _inline(self, call: ops.Call) -> None:
         argtypes = tuple(a.type.to_numba() for a in call.operands)
         key = (call.callee, argtypes)
         if key in self.stack:
             raise UnsupportedError(
-                "recursive functions in reverse mode", function=self.fn.name,
+                f"recursive functions in {self.mode}", function=self.fn.name,
                 argtypes=self.fn.argtypes, loc=call.loc,
                 hint="rewrite the recursion as a loop, or write a custom rule for the function")
         callee = inline_njit_calls(self.context.callee_ir(call.callee, argtypes), self.keep,
-                                   self.context, self.stack + (key,))
+                                   self.context, self.stack + (key,), self.only, self.mode)
         self.b.function.boundscheck |= callee.boundscheck
         continuation = self.b.new_block("after_call")
         returns = self._copy_body(callee, [self.values[a] for a in call.operands], continuation)

@@ -35,6 +35,7 @@ from ..rules.catalogue import EFFECT_FREE
 from ..rules.custom import lookup_custom
 from ..ir.traits import Trait
 from ..rules.registry import is_float_array
+from ..capture.jitclasses import maker
 from ..rules.records import record_holder, zero_record_like
 from .opinfo import describe, hashable
 from .readonly import value_users, views_of
@@ -44,6 +45,10 @@ from .tangents import hides_derivatives, is_differentiable
 _KEEP_FLOATS_APART = ("keep the values being differentiated in local variables, tuples or arrays: "
                       "moonlite does not follow derivatives through namedtuples, records, "
                       "jitclass or structref instances, or lists")
+
+_READ_BUILT_INSTANCES = ("read its fields and call its methods in the function that builds "
+                         "it or in njit functions it is passed to; carry the instance itself "
+                         "around a loop (not inside a tuple), or the values it is built from")
 
 
 # Derived code handles every entry of a tuple separately (a tangent, an adjoint and a shadow per
@@ -78,6 +83,12 @@ def refusal(op: Op, carries_derivative: Callable, hidden_arrays=frozenset(),
                     "keep them", "write the update with indexing and assignment, or give the "
                     "function a custom rule (moonlite.custom_vjp and moonlite.custom_jvp)")
     result = op.result
+    if isinstance(op, ops.Call) and maker(op.callee) is not None \
+            and carries_derivative(op.operands[0]):
+        return (f"a {result.type.numba_type.classname} instance built from values being "
+                "differentiated and used other than by reading its fields (kept in a tuple carried "
+                "around a loop, returned, stored, or built from fields of other types on "
+                "another path)", _READ_BUILT_INSTANCES)
     if result is not None and hides_derivatives(result.type) \
             and any(carries_derivative(v) for v in op.operands):
         return (f"{describe(op)}, which puts a value being differentiated into a "

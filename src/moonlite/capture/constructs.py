@@ -14,9 +14,11 @@ from .. import _numba as nb
 from ..ir import ops
 from ..ir.core import Value
 from ..ir.types import OpaqueType, TupleType, from_numba, int64
+from ..ir.typing import TypingFailure, call_result_type
 from . import rewrites
 from . import statics as st
 from .iterators import check_unpack_length
+from .jitclasses import constructor_of
 from .lists import GrowingList
 
 nbt = nb.types
@@ -118,6 +120,26 @@ class ConstructReads:
                                  "take by position", "pass the arguments by position")
             args = folded
         return self.b.call(fn, args, None, self.type_of(target))
+
+    def jitclass_construction(self, expr, target):
+        """`Box(a, b)` as `make(fields(a, b))` (jitclasses.py), or None to keep numba's own
+        constructor (an `__init__` that does more than set fields)."""
+        instance = self.typemap[target.name]
+        ctor = constructor_of(instance) if isinstance(instance, nbt.ClassInstanceType) else None
+        if ctor is None:
+            return None
+        args = self._positional(expr)
+        kws = {name: self.value(v) for name, v in expr.kws}
+        if kws:
+            args = rewrites.fold_keywords(ctor.fields, args, kws, self._const_value)
+            if args is None:
+                return None
+        try:
+            fields_type = call_result_type(ctor.fields, [a.type for a in args])
+        except TypingFailure:
+            return None  # e.g. an array field read before it is set
+        fields = self.b.call(ctor.fields, args, None, fields_type)
+        return self.b.call(ctor.make, [fields], None, from_numba(instance))
 
     def _positional(self, expr) -> list:
         """A call's positional arguments, with a `*t` spread (`f(a, *t)`: t a tuple)."""

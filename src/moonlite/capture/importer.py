@@ -29,6 +29,7 @@ from ..ir.types import (ArrayType, BoolType, FloatType, IntType, NamedTupleType,
 from . import rewrites
 from . import statics as st
 from .constructs import ConstructReads, StarArgs, is_star_args, jitclass_method
+from .jitclasses import is_jitclass
 from .lists import GrowingList, GrowingLists, ListMethod
 from .loops import LoopReads
 from .messages import (CONTAINER_HINT, construct_of, container_construct, hint_of,
@@ -510,6 +511,10 @@ class Importer(ConstructReads, GrowingLists, LoopReads):
                              "pass the entries explicitly")
         if special is not None:
             return special(self, expr, target)
+        if is_jitclass(fn):
+            built = self.jitclass_construction(expr, target)
+            if built is not None:
+                return built
         read = self.call_reading_a_list(fn, expr, target)
         if read is not None:
             return read

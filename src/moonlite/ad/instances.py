@@ -1,0 +1,136 @@
+"""Fields of jitclass instances built in a function, read out of what they were built from.
+
+Capture turns `Box(a, b)` into `make(fields(a, b))` (`capture/jitclasses.py`). Once the calls
+taking the instance are inlined (`inline.py`), a field read `obj.x` is the entry of `fields` for
+`x`: the inliner reads it from there (`field_of_built_instance`), and a phi choosing between
+such instances (`box = Box(...)` again in a loop or in a branch) becomes a phi of their fields
+tuples (`read_through_instance_phis`). No instance is then left carrying a derivative, and the
+`make` calls, unused, are dropped. What is left (an instance returned, stored, or built from
+fields tuples of different types on different paths) is refused by `refusals.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..capture.jitclasses import field_index, is_instance_type, maker
+from ..ir import ops
+from ..ir.core import Function
+
+
+def field_of_built_instance(b, instance, name: str, want):
+    """`instance.name` read straight out of the fields tuple `instance` was made from, when
+    `instance` is the result of a `make` call here: the value (converted to the field's type
+    `want` if a scalar of another type), or None."""
+    made = getattr(instance, "op", None)
+    ctor = maker(getattr(made, "callee", None)) if made is not None else None
+    k = None if ctor is None else field_index(ctor, name)
+    if k is None:
+        return None
+    fields = made.operands[0]
+    built = getattr(fields, "op", None)
+    item = built.items[k] if isinstance(built, ops.BuildTuple) else b.tuple_getitem(fields, k)
+    return _as_field(b, item, want)
+
+
+def _as_field(b, item, want):
+    if item.type == want:
+        return item
+    if item.type.is_scalar and want.is_scalar:
+        return b.cast(item, want)
+    if _same_array_but_layout(item.type, want):
+        return item  # a C-ordered array set into a field declared any-layout: the same array
+    return None
+
+
+def _same_array_but_layout(got, want) -> bool:
+    return all(hasattr(t, "ndim") and hasattr(t, "dtype") for t in (got, want)) \
+        and (got.ndim, got.dtype) == (want.ndim, want.dtype) and want.layout == "A"
+
+
+def read_through_instance_phis(fn: Function, builder) -> Function:
+    """In place: each phi of instances that are all built here from fields tuples of one type
+    (directly, or through other such phis) gets a phi of those tuples beside it, and its field
+    reads read that phi's entries. `builder`: a Builder on `fn`."""
+    sources = _phis_of_built_instances(fn)
+    if not sources:
+        return fn
+    tuples = {}
+    for phi, (ctor, fields_type) in sources.items():
+        twin = ops.Phi(fields_type, loc=phi.loc, hint="fields")
+        phi.block.insert(phi.block.ops.index(phi), twin)
+        tuples[phi.result] = (ctor, twin)
+    for phi in sources:
+        twin = tuples[phi.result][1]
+        for block, value in phi.incoming:
+            twin.add_incoming(block, tuples[value][1].result if value in tuples
+                              else value.op.operands[0])
+    _replace_field_reads(fn, builder, tuples)
+    return fn
+
+
+def _phis_of_built_instances(fn: Function) -> dict:
+    """{phi: (its constructor, the fields tuple type)} for the phis every incoming value of
+    which is a `make` result or another such phi, all of one constructor and tuple type."""
+    found = {}
+    for op in fn.ops():
+        if isinstance(op, ops.Phi) and is_instance_type(op.result.type):
+            found[op] = None
+    changed = True
+    while changed:
+        changed = False
+        for phi in list(found):
+            source = _common_source(phi, found)
+            if source is None:
+                del found[phi]
+                changed = True
+            else:
+                found[phi] = source
+    return found
+
+
+def _common_source(phi, found: dict) -> Optional[tuple]:
+    seen = set()
+    for value in phi.operands:
+        op = getattr(value, "op", None)
+        if op in found:
+            if found[op] is not None:
+                seen.add(found[op])
+            continue
+        ctor = maker(getattr(op, "callee", None)) if isinstance(op, ops.Call) else None
+        if ctor is None:
+            return None
+        seen.add((ctor, op.operands[0].type))
+    return seen.pop() if len(seen) == 1 else None
+
+
+def _replace_field_reads(fn: Function, builder, tuples: dict) -> None:
+    replaced = {}
+    for block in fn.blocks:
+        for op in list(block.ops):
+            if not (isinstance(op, ops.GetAttr) and op.value in tuples):
+                continue
+            ctor, twin = tuples[op.value]
+            k = field_index(ctor, op.name)
+            if k is None:
+                continue
+            new = _read_at(builder, block, op, twin.result, k)
+            if new is not None:
+                replaced[op.result] = new
+    for op in fn.ops():
+        op.operands = tuple(replaced.get(v, v) for v in op.operands)
+
+
+def _read_at(builder, block, op, fields, k: int):
+    """Entry k of `fields` as `op`'s result (a field of type op.result.type), computed just
+    before `op` (which then goes unused); None if the entry cannot be one."""
+    scratch = builder.new_block("scratch")
+    builder.position_at_end(scratch)
+    builder.loc = op.loc
+    value = _as_field(builder, builder.tuple_getitem(fields, k), op.result.type)
+    at = block.ops.index(op)
+    for new in scratch.ops:
+        block.insert(at, new)
+        at += 1
+    builder.function.blocks.remove(scratch)
+    return value

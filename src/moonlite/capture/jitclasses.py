@@ -1,0 +1,217 @@
+"""`@jitclass` instances built in a kernel: `Box(a, b)` captured as two calls AD passes see
+through.
+
+numba runs a jitclass constructor as "allocate a zeroed instance, call `__init__(self, a, b)`",
+and `__init__` sets fields one attribute assignment at a time: state moonlite cannot give
+derivatives. When `__init__` only assigns and reads fields of `self`, its body is a function of
+its arguments that computes the final field values. Capture rewrites `Box(a, b)` into
+
+    fields = Box.__init__ as a function (a, b) -> (value of each field)   # an njit function
+    obj = make_Box(fields)                                                # sets the fields
+
+The first is rewritten from `__init__`'s source: `self.x` becomes a local, every `return` returns
+the tuple of fields (scalar fields start at zero, as numba's allocation leaves them). Its body is
+ordinary code, differentiated like any njit helper. The second allocates the instance without
+`__init__` and sets its fields from the tuple. The inliner then reads `obj.x` straight out of
+`fields` (`ad/instances.py`), so once every call taking `obj` is inlined no instance
+carries a derivative: reverse mode inlines every njit call, forward mode the calls that take or
+return an instance (`takes_or_returns_instance`). An instance that still carries a derivative
+(returned, passed around a loop) is refused as before (`ad/refusals.py`).
+
+A constructor whose `__init__` does anything else with `self` (calls a method, passes `self`
+on, reads an array field before setting it) keeps numba's own constructor call: fine for
+instances built from constants, refused when a value being differentiated reaches it.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import textwrap
+from typing import NamedTuple, Optional
+
+from .. import _numba as nb
+from ..ir.traits import Trait
+from ..rules.registry import register
+
+nbt = nb.types
+
+
+class Constructor(NamedTuple):
+    fields: object  # njit: the constructor's arguments -> tuple of the field values
+    make: object  # njit: that tuple -> a new instance holding it
+    names: tuple  # field names, in the tuple's order
+
+
+_MAKERS: dict = {}  # id of a make function -> its Constructor
+
+
+def is_jitclass(fn) -> bool:
+    return isinstance(fn, nb.JitClassType)
+
+
+def is_instance_type(t) -> bool:
+    """True for the moonlite type of a jitclass instance."""
+    return isinstance(getattr(t, "numba_type", None), nbt.ClassInstanceType)
+
+
+def constructor_of(instance_type) -> Optional[Constructor]:
+    """The two functions `Box(...)` is captured as, for numba's `ClassInstanceType`, or None if
+    `__init__` does more than set fields of `self`."""
+    try:
+        return _constructor(instance_type)
+    except _NotRewritable:
+        return None
+
+
+def maker(callee) -> Optional[Constructor]:
+    """The Constructor whose `make` function `callee` is, or None."""
+    found = _MAKERS.get(id(callee))
+    return found if found is not None and found.make is callee else None
+
+
+def field_index(constructor: Constructor, name: str) -> Optional[int]:
+    return constructor.names.index(name) if name in constructor.names else None
+
+
+def takes_or_returns_instance(op) -> bool:
+    """Forward mode inlines such calls, so that instances built in the kernel are read through
+    (a method of an instance, a helper building one)."""
+    values = list(op.operands) + ([op.result] if op.result is not None else [])
+    return any(is_instance_type(v.type) for v in values)
+
+
+class _NotRewritable(Exception):
+    pass
+
+
+@functools.lru_cache(maxsize=None)
+def _constructor(instance_type) -> Constructor:
+    init = instance_type.jit_methods.get("__init__")
+    py = getattr(init, "py_func", None)
+    if py is None or py.__code__.co_freevars:
+        raise _NotRewritable
+    names = tuple(instance_type.struct)
+    fields = _fields_function(py, names, instance_type.struct)
+    make = _make_function(instance_type, names)
+    found = Constructor(fields, make, names)
+    _MAKERS[id(make)] = found
+    return found
+
+
+def _fields_function(init, names: tuple, struct: dict):
+    """`init` (the Python `__init__`) rewritten into an njit function of its arguments but
+    `self` that returns the tuple of field values."""
+    try:
+        source = textwrap.dedent(inspect.getsource(init))
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError):
+        raise _NotRewritable from None
+    fdef = tree.body[0]
+    if not isinstance(fdef, ast.FunctionDef) or fdef.decorator_list or not fdef.args.args:
+        raise _NotRewritable
+    self_name = fdef.args.args[0].arg
+    fdef.args.args = fdef.args.args[1:]
+    result = ast.Tuple([ast.Name(_local(n), ast.Load()) for n in names], ast.Load())
+    fdef.body = _FieldsAsLocals(self_name, set(names), result).visit_body(fdef.body)
+    fdef.body = _zero_scalars(names, struct) + fdef.body + [ast.Return(result)]
+    fdef.name = f"{init.__name__}_fields"
+    ast.fix_missing_locations(tree)
+    ast.increment_lineno(tree, init.__code__.co_firstlineno - 1)
+    scope: dict = {}
+    exec(compile(tree, init.__code__.co_filename, "exec"), init.__globals__, scope)
+    fn = scope[fdef.name]
+    fn.__qualname__ = init.__qualname__  # messages name the constructor as the user wrote it
+    return nb.njit(cache=False)(fn)
+
+
+def _local(name: str) -> str:
+    return f"self__{name}"
+
+
+class _FieldsAsLocals(ast.NodeTransformer):
+    def __init__(self, self_name: str, names: set, result: ast.expr):
+        self.self_name, self.names, self.result = self_name, names, result
+
+    def visit_body(self, body: list) -> list:
+        return [self.visit(stmt) for stmt in body]
+
+    def visit_Attribute(self, node):
+        if isinstance(node.value, ast.Name) and node.value.id == self.self_name:
+            if node.attr not in self.names:
+                raise _NotRewritable  # a method, or a property
+            return ast.copy_location(ast.Name(_local(node.attr), node.ctx), node)
+        return self.generic_visit(node)
+
+    def visit_Name(self, node):
+        if node.id == self.self_name:
+            raise _NotRewritable  # self passed on, or rebound
+        return node
+
+    def visit_Return(self, node):
+        if node.value is not None:
+            raise _NotRewritable
+        return ast.copy_location(ast.Return(self.result), node)
+
+    def visit_FunctionDef(self, node):
+        raise _NotRewritable  # a closure could see self
+
+    visit_Lambda = visit_AsyncFunctionDef = visit_ClassDef = visit_FunctionDef
+
+
+def _zero_scalars(names: tuple, struct: dict) -> list:
+    """numba allocates an instance zeroed: scalar fields start at 0 (the type of the field
+    follows from the assignments; `make` converts to the declared type). Array fields have no
+    such value: reading one before setting it fails to type, and the constructor stays numba's."""
+    zeros = []
+    for name in names:
+        t = struct[name]
+        if isinstance(t, nbt.Boolean):
+            value = ast.Constant(False)
+        elif isinstance(t, nbt.Integer):
+            value = ast.Constant(0)
+        elif isinstance(t, nbt.Float):
+            value = ast.Constant(0.0)
+        else:
+            continue
+        zeros.append(ast.Assign([ast.Name(_local(name), ast.Store())], value))
+    return zeros
+
+
+def _make_function(instance_type, names: tuple):
+    lines = ["def make(fields):", "    obj = new_instance()"]
+    lines += [f"    obj.{name} = fields[{k}]" for k, name in enumerate(names)]
+    lines += ["    return obj"]
+    scope = {"new_instance": _allocator(instance_type), "__name__": __name__}
+    exec(compile("\n".join(lines) + "\n", f"<moonlite make {instance_type.name}>", "exec"),
+         scope)
+    make = nb.njit(cache=False)(scope["make"])
+    # no effect: an unused instance is dropped (after its fields were read through)
+    register(make, traits=Trait.PURE)
+    return make
+
+
+def _allocator(instance_type):
+    """An intrinsic `new_instance()` returning a zeroed instance of `instance_type` without
+    running `__init__` (numba's constructor, `jitclass/base.py: ctor_impl`, less the call)."""
+
+    @nb.intrinsic
+    def new_instance(typingctx):
+        def codegen(context, builder, signature, args):
+            alloc_type = context.get_data_type(instance_type.get_data_type())
+            size = context.get_constant(nbt.uintp, context.get_abi_sizeof(alloc_type))
+            meminfo = context.nrt.meminfo_alloc_dtor(
+                builder, size, nb.jitclass_dtor(context, builder.module, instance_type))
+            data = builder.bitcast(context.nrt.meminfo_data(builder, meminfo),
+                                   alloc_type.as_pointer())
+            builder.store(nb.cgutils.get_null_value(alloc_type), data)
+            instance = context.make_helper(builder, instance_type)
+            instance.meminfo = meminfo
+            instance.data = data
+            return instance._getvalue()
+
+        return instance_type(), codegen
+
+    return new_instance
+

@@ -1,0 +1,86 @@
+"""Fields of jitclass instances built in a kernel are read out of their fields tuples once the
+calls taking the instances are inlined (ad/instances.py): no instance is left in the IR the AD
+passes see, phis of instances included; what cannot be read through keeps its `make` call."""
+
+import numba
+from numba.experimental import jitclass
+
+from moonlite import driver
+from moonlite.ad.inline import inline_njit_calls
+from moonlite.capture.jitclasses import is_instance_type, maker, takes_or_returns_instance
+from moonlite.ir import ops, verify
+from moonlite.testing import check_rule
+
+
+@jitclass([("pos", numba.float64), ("vel", numba.float64), ("steps", numba.int64)])
+class Body:
+    def __init__(self, pos, vel, steps):
+        self.pos = pos
+        self.vel = vel
+        self.steps = steps
+
+    def kinetic(self):
+        return 0.5 * self.vel * self.vel
+
+
+@numba.njit
+def advance(body, dt):
+    return Body(body.pos + dt * body.vel, body.vel - dt * body.pos, body.steps + 1)
+
+
+@numba.njit
+def orbit(x, dt):
+    body = Body(x, 0.0, 0)
+    for _ in range(5):
+        body = advance(body, dt)  # a helper returning an instance; a phi of instances
+    if body.pos < 0.0:
+        body = Body(-body.pos, body.vel, body.steps)
+    return body.kinetic() + body.pos * body.steps
+
+
+@numba.njit
+def kept_in_a_tuple(x):
+    state = (Body(x, 0.0, 0), 1)
+    for i in range(3):
+        state = (advance(state[0], 0.1), i)
+    return state[0].pos
+
+
+def _flat(f, *types):
+    flat = inline_njit_calls(driver.primal_ir(f, types), context=driver.PASS_CONTEXT)
+    verify(flat)
+    return flat
+
+
+def _instances(fn):
+    return [op for op in fn.ops() if op.result is not None and is_instance_type(op.result.type)]
+
+
+def test_instances_rebuilt_in_a_loop_and_a_branch_leave_no_instance():
+    flat = _flat(orbit, numba.float64, numba.float64)
+    assert _instances(flat) == []
+    tuple_phis = [op for op in flat.ops() if isinstance(op, ops.Phi)
+                  and getattr(op.result.type, "elements", None) is not None]
+    assert tuple_phis  # the loop carries the fields tuple instead
+    assert orbit(0.7, 0.1) == driver.lower(flat)(0.7, 0.1)
+
+
+def test_an_instance_in_a_tuple_around_a_loop_keeps_its_make_call():
+    flat = _flat(kept_in_a_tuple, numba.float64)
+    makes = [op for op in flat.ops() if isinstance(op, ops.Call) and maker(op.callee)]
+    assert makes and _instances(flat)
+
+
+def test_forward_mode_inlines_only_calls_that_take_or_return_instances():
+    primal = driver.primal_ir(orbit, (numba.float64, numba.float64))
+    calls = [op for op in primal.ops() if isinstance(op, ops.Call)]
+    chosen = {op.callee.__name__ if hasattr(op.callee, "__name__") else op.callee
+              for op in calls if takes_or_returns_instance(op)}
+    assert "advance" in chosen and "kinetic" in chosen
+    assert not any(takes_or_returns_instance(op) for op in calls
+                   if getattr(op.callee, "__name__", "").endswith("_fields"))
+
+
+def test_the_rebuilt_instances_differentiate_in_every_mode():
+    check_rule(orbit, 0.7, 0.1, second_order=True)
+    check_rule(orbit, -2.5, 0.3, second_order=True)  # the branch rebuilds it once more
