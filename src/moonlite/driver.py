@@ -31,7 +31,7 @@ from .ad.inline import inline_njit_calls
 from .ad.reverse import reverse_transform, reverse_transform_split
 from .cache import attach_disk_cache
 from .capture import capture_types
-from .capture.jitclasses import takes_or_returns_instance
+from .rules.jitclasses import takes_or_returns_instance
 from .ir.loop_exits import add_loop_exit_phis
 from .debug import on_mode_change, verified, verified_in_debug
 from .errors import UNKNOWN_LOC, CaptureError, SourceLoc, UnsupportedError

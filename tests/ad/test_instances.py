@@ -7,7 +7,7 @@ from numba.experimental import jitclass
 
 from moonlite import driver
 from moonlite.ad.inline import inline_njit_calls
-from moonlite.capture.jitclasses import is_instance_type, maker, takes_or_returns_instance
+from moonlite.rules.jitclasses import is_instance_type, maker, takes_or_returns_instance
 from moonlite.ir import ops, verify
 from moonlite.testing import check_rule
 

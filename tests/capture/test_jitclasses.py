@@ -8,7 +8,8 @@ import pytest
 from numba.experimental import jitclass
 
 import moonlite
-from moonlite.capture.jitclasses import constructor_of, maker
+from moonlite.capture.jitclasses import constructor_of
+from moonlite.rules.jitclasses import maker
 from moonlite.errors import UnsupportedError
 from moonlite.ir import ops
 from moonlite.testing import check_rule

@@ -10,7 +10,7 @@ is refused with a clear error.
 from __future__ import annotations
 
 from .. import _numba as nb
-from ..capture.jitclasses import maker
+from ..rules.jitclasses import maker
 from ..errors import UnsupportedError
 from ..ir import Builder, ops, reverse_post_order
 from ..ir.cleanup import remove_dead_code

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..capture.jitclasses import field_index, is_instance_type, maker
+from ..rules.jitclasses import field_index, is_instance_type, maker
 from ..ir import ops
 from ..ir.core import Function
 

@@ -35,7 +35,7 @@ from ..rules.catalogue import EFFECT_FREE
 from ..rules.custom import lookup_custom
 from ..ir.traits import Trait
 from ..rules.registry import is_float_array
-from ..capture.jitclasses import maker
+from ..rules.jitclasses import maker
 from ..rules.records import record_holder, zero_record_like
 from .opinfo import describe, hashable
 from .readonly import value_users, views_of

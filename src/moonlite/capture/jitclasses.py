@@ -12,11 +12,11 @@ its arguments that computes the final field values. Capture rewrites `Box(a, b)`
 The first is rewritten from `__init__`'s source: `self.x` becomes a local, every `return` returns
 the tuple of fields (scalar fields start at zero, as numba's allocation leaves them). Its body is
 ordinary code, differentiated like any njit helper. The second allocates the instance without
-`__init__` and sets its fields from the tuple. The inliner then reads `obj.x` straight out of
-`fields` (`ad/instances.py`), so once every call taking `obj` is inlined no instance
-carries a derivative: reverse mode inlines every njit call, forward mode the calls that take or
-return an instance (`takes_or_returns_instance`). An instance that still carries a derivative
-(returned, passed around a loop) is refused as before (`ad/refusals.py`).
+`__init__` and sets its fields from the tuple (`rules/jitclasses.py`). The inliner then reads
+`obj.x` straight out of `fields` (`ad/instances.py`), so once every call taking `obj` is inlined
+no instance carries a derivative: reverse mode inlines every njit call, forward mode the calls
+that take or return an instance. An instance that still carries a derivative (returned, kept in
+a tuple carried around a loop) is refused (`ad/refusals.py`).
 
 A constructor whose `__init__` does anything else with `self` (calls a method, passes `self`
 on, reads an array field before setting it) keeps numba's own constructor call: fine for
@@ -29,31 +29,16 @@ import ast
 import functools
 import inspect
 import textwrap
-from typing import NamedTuple, Optional
+from typing import Optional
 
 from .. import _numba as nb
-from ..ir.traits import Trait
-from ..rules.registry import register
+from ..rules.jitclasses import Constructor, register_constructor
 
 nbt = nb.types
 
 
-class Constructor(NamedTuple):
-    fields: object  # njit: the constructor's arguments -> tuple of the field values
-    make: object  # njit: that tuple -> a new instance holding it
-    names: tuple  # field names, in the tuple's order
-
-
-_MAKERS: dict = {}  # id of a make function -> its Constructor
-
-
 def is_jitclass(fn) -> bool:
     return isinstance(fn, nb.JitClassType)
-
-
-def is_instance_type(t) -> bool:
-    """True for the moonlite type of a jitclass instance."""
-    return isinstance(getattr(t, "numba_type", None), nbt.ClassInstanceType)
 
 
 def constructor_of(instance_type) -> Optional[Constructor]:
@@ -63,23 +48,6 @@ def constructor_of(instance_type) -> Optional[Constructor]:
         return _constructor(instance_type)
     except _NotRewritable:
         return None
-
-
-def maker(callee) -> Optional[Constructor]:
-    """The Constructor whose `make` function `callee` is, or None."""
-    found = _MAKERS.get(id(callee))
-    return found if found is not None and found.make is callee else None
-
-
-def field_index(constructor: Constructor, name: str) -> Optional[int]:
-    return constructor.names.index(name) if name in constructor.names else None
-
-
-def takes_or_returns_instance(op) -> bool:
-    """Forward mode inlines such calls, so that instances built in the kernel are read through
-    (a method of an instance, a helper building one)."""
-    values = list(op.operands) + ([op.result] if op.result is not None else [])
-    return any(is_instance_type(v.type) for v in values)
 
 
 class _NotRewritable(Exception):
@@ -92,12 +60,8 @@ def _constructor(instance_type) -> Constructor:
     py = getattr(init, "py_func", None)
     if py is None or py.__code__.co_freevars:
         raise _NotRewritable
-    names = tuple(instance_type.struct)
-    fields = _fields_function(py, names, instance_type.struct)
-    make = _make_function(instance_type, names)
-    found = Constructor(fields, make, names)
-    _MAKERS[id(make)] = found
-    return found
+    fields = _fields_function(py, tuple(instance_type.struct), instance_type.struct)
+    return register_constructor(fields, instance_type)
 
 
 def _fields_function(init, names: tuple, struct: dict):
@@ -177,41 +141,3 @@ def _zero_scalars(names: tuple, struct: dict) -> list:
             continue
         zeros.append(ast.Assign([ast.Name(_local(name), ast.Store())], value))
     return zeros
-
-
-def _make_function(instance_type, names: tuple):
-    lines = ["def make(fields):", "    obj = new_instance()"]
-    lines += [f"    obj.{name} = fields[{k}]" for k, name in enumerate(names)]
-    lines += ["    return obj"]
-    scope = {"new_instance": _allocator(instance_type), "__name__": __name__}
-    exec(compile("\n".join(lines) + "\n", f"<moonlite make {instance_type.name}>", "exec"),
-         scope)
-    make = nb.njit(cache=False)(scope["make"])
-    # no effect: an unused instance is dropped (after its fields were read through)
-    register(make, traits=Trait.PURE)
-    return make
-
-
-def _allocator(instance_type):
-    """An intrinsic `new_instance()` returning a zeroed instance of `instance_type` without
-    running `__init__` (numba's constructor, `jitclass/base.py: ctor_impl`, less the call)."""
-
-    @nb.intrinsic
-    def new_instance(typingctx):
-        def codegen(context, builder, signature, args):
-            alloc_type = context.get_data_type(instance_type.get_data_type())
-            size = context.get_constant(nbt.uintp, context.get_abi_sizeof(alloc_type))
-            meminfo = context.nrt.meminfo_alloc_dtor(
-                builder, size, nb.jitclass_dtor(context, builder.module, instance_type))
-            data = builder.bitcast(context.nrt.meminfo_data(builder, meminfo),
-                                   alloc_type.as_pointer())
-            builder.store(nb.cgutils.get_null_value(alloc_type), data)
-            instance = context.make_helper(builder, instance_type)
-            instance.meminfo = meminfo
-            instance.data = data
-            return instance._getvalue()
-
-        return instance_type(), codegen
-
-    return new_instance
-
