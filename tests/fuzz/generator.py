@@ -1018,15 +1018,20 @@ class _WideGen(_Gen):
             self.new_named(s, indent, f"{p}[0] + {p}[1] * {p}[{len(fields) - 1}]", targets)
         elif form == "rebind":
             self.features.add("namedtuple_rebind")
-            i = self.fresh("i")
-            self.emit(indent, f"for {i} in range({s.n}):")
-            inner = s.child()
-            inner.idx.append(i)
-            first = f"0.5 * {p}.a + {self.mathf('tanh')}({self.expr(inner, 1)})"
             rest = [f"{p}[{j}]" for j in range(1, len(fields))]
-            self.emit(indent + 1, f"{p} = {cls}({', '.join([first] + rest)})")
+            self.rebuild_in_loop(s, indent, p, lambda first: f"{cls}({', '.join([first] + rest)})")
             self.new_named(s, indent, f"{p}.a + {p}[1]", targets)
         s.nts.append((p, fields))
+
+    def rebuild_in_loop(self, s, indent, name: str, build) -> None:
+        """A loop rebinding `name` to `build(first)` at every iteration, `first` a new value
+        of its field `a` computed from the last one."""
+        i = self.fresh("i")
+        self.emit(indent, f"for {i} in range({s.n}):")
+        inner = s.child()
+        inner.idx.append(i)
+        first = f"0.5 * {name}.a + {self.mathf('tanh')}({self.expr(inner, 1)})"
+        self.emit(indent + 1, f"{name} = {build(first)}")
 
     def w_jitclass(self, s, indent, depth, targets) -> None:
         cls = self.jc_class()
@@ -1037,12 +1042,7 @@ class _WideGen(_Gen):
         form = self.r.choice(["fields", "method", "both", "rebuild"])
         if form == "rebuild":  # a new instance each iteration, from the last one's fields
             self.features.add("jitclass_rebuild")
-            i = self.fresh("i")
-            self.emit(indent, f"for {i} in range({s.n}):")
-            inner = s.child()
-            inner.idx.append(i)
-            first = f"0.5 * {o}.a + {self.mathf('tanh')}({self.expr(inner, 1)})"
-            self.emit(indent + 1, f"{o} = {cls}({first}, {o}.value({o}.b))")
+            self.rebuild_in_loop(s, indent, o, lambda first: f"{cls}({first}, {o}.value({o}.b))")
             self.new_named(s, indent, f"{o}.a * {o}.b", targets)
         elif form == "fields":
             self.features.add("jitclass_field")
