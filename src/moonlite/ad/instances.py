@@ -70,38 +70,36 @@ def read_through_instance_phis(fn: Function, builder) -> Function:
 
 
 def _phis_of_built_instances(fn: Function) -> dict:
-    """{phi: (its constructor, the fields tuple type)} for the phis every incoming value of
-    which is a `make` result or another such phi, all of one constructor and tuple type."""
+    """{phi: (its constructor, the fields tuple type)} for the phis of instances whose values,
+    followed back through other phis, are all `make` results of one constructor and tuple
+    type (then so are those of every phi they pass through)."""
+    phis = dict.fromkeys(op for op in fn.ops()  # ordered: twins go in in the same order
+                         if isinstance(op, ops.Phi) and is_instance_type(op.result.type))
     found = {}
-    for op in fn.ops():
-        if isinstance(op, ops.Phi) and is_instance_type(op.result.type):
-            found[op] = None
-    changed = True
-    while changed:
-        changed = False
-        for phi in list(found):
-            source = _common_source(phi, found)
-            if source is None:
-                del found[phi]
-                changed = True
-            else:
-                found[phi] = source
+    for phi in phis:
+        sources = _sources_through_phis(phi, phis)
+        if sources is not None and len(sources) == 1:
+            found[phi] = sources.pop()
     return found
 
 
-def _common_source(phi, found: dict) -> Optional[tuple]:
-    seen = set()
-    for value in phi.operands:
-        op = getattr(value, "op", None)
-        if op in found:
-            if found[op] is not None:
-                seen.add(found[op])
-            continue
-        ctor = maker(getattr(op, "callee", None)) if isinstance(op, ops.Call) else None
-        if ctor is None:
-            return None
-        seen.add((ctor, op.operands[0].type))
-    return seen.pop() if len(seen) == 1 else None
+def _sources_through_phis(phi, phis: dict) -> Optional[set]:
+    """The (constructor, fields tuple type) of every `make` whose result reaches `phi`, or None
+    if a value that is neither reaches it."""
+    sources, seen, todo = set(), {phi}, [phi]
+    while todo:
+        for value in todo.pop().operands:
+            op = getattr(value, "op", None)
+            if op in phis:
+                if op not in seen:
+                    seen.add(op)
+                    todo.append(op)
+                continue
+            ctor = maker(op.callee) if isinstance(op, ops.Call) else None
+            if ctor is None:
+                return None
+            sources.add((ctor, op.operands[0].type))
+    return sources
 
 
 def _replace_field_reads(fn: Function, builder, tuples: dict) -> None:
@@ -114,23 +112,11 @@ def _replace_field_reads(fn: Function, builder, tuples: dict) -> None:
             k = field_index(ctor, op.name)
             if k is None:
                 continue
-            new = _read_at(builder, block, op, twin.result, k)
+            builder.loc = op.loc
+            with builder.before(op):  # op then goes unused
+                new = _as_field(builder, builder.tuple_getitem(twin.result, k), op.result.type)
             if new is not None:
                 replaced[op.result] = new
     for op in fn.ops():
         op.operands = tuple(replaced.get(v, v) for v in op.operands)
 
-
-def _read_at(builder, block, op, fields, k: int):
-    """Entry k of `fields` as `op`'s result (a field of type op.result.type), computed just
-    before `op` (which then goes unused); None if the entry cannot be one."""
-    scratch = builder.new_block("scratch")
-    builder.position_at_end(scratch)
-    builder.loc = op.loc
-    value = _as_field(builder, builder.tuple_getitem(fields, k), op.result.type)
-    at = block.ops.index(op)
-    for new in scratch.ops:
-        block.insert(at, new)
-        at += 1
-    builder.function.blocks.remove(scratch)
-    return value

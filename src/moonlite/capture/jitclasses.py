@@ -41,27 +41,23 @@ def is_jitclass(fn) -> bool:
     return isinstance(fn, nb.JitClassType)
 
 
+@functools.lru_cache(maxsize=None)  # the answer, None too: each class is read once
 def constructor_of(instance_type) -> Optional[Constructor]:
     """The two functions `Box(...)` is captured as, for numba's `ClassInstanceType`, or None if
     `__init__` does more than set fields of `self`."""
+    init = instance_type.jit_methods.get("__init__")
+    py = getattr(init, "py_func", None)
+    if py is None or py.__code__.co_freevars:
+        return None
     try:
-        return _constructor(instance_type)
+        fields = _fields_function(py, tuple(instance_type.struct), instance_type.struct)
     except _NotRewritable:
         return None
+    return register_constructor(fields, instance_type)
 
 
 class _NotRewritable(Exception):
     pass
-
-
-@functools.lru_cache(maxsize=None)
-def _constructor(instance_type) -> Constructor:
-    init = instance_type.jit_methods.get("__init__")
-    py = getattr(init, "py_func", None)
-    if py is None or py.__code__.co_freevars:
-        raise _NotRewritable
-    fields = _fields_function(py, tuple(instance_type.struct), instance_type.struct)
-    return register_constructor(fields, instance_type)
 
 
 def _fields_function(init, names: tuple, struct: dict):

@@ -22,6 +22,7 @@ class Builder:
         self.function = function
         self.block: Optional[Block] = None
         self._before_terminator = False
+        self._before_op: Optional[Op] = None
         self.loc: SourceLoc = function.loc
         # (callee, operands) -> Value: a pure call that `call` returns instead of emitting it
         # again (set by forward mode while a rule runs: see _ForwardPass._apply)
@@ -41,25 +42,40 @@ class Builder:
     def position_at_end(self, block: Block) -> None:
         self.block = block
         self._before_terminator = False
+        self._before_op = None
+
+    @contextlib.contextmanager
+    def before(self, op: Op):
+        """Emit just before `op`, in its block, inside the `with` (a pass rewriting a function
+        in place); then where the builder was."""
+        saved = self.block, self._before_terminator, self._before_op
+        self.block, self._before_terminator, self._before_op = op.block, False, op
+        try:
+            yield
+        finally:
+            self.block, self._before_terminator, self._before_op = saved
 
     @contextlib.contextmanager
     def before_terminator_of(self, block: Block):
         """Emit before `block`'s terminator inside the `with`, then where the builder was."""
-        saved = self.block, self._before_terminator
+        saved = self.block, self._before_terminator, self._before_op
         self.position_before_terminator(block)
         try:
             yield
         finally:
-            self.block, self._before_terminator = saved
+            self.block, self._before_terminator, self._before_op = saved
 
     def position_before_terminator(self, block: Block) -> None:
         """Insert before `block`'s terminator: where copies for a successor's phis go."""
         self.block = block
         self._before_terminator = True
+        self._before_op = None
 
     def emit(self, op: Op) -> Op:
         if self.block is None:
             raise RuntimeError("builder has no insertion block")
+        if getattr(self, "_before_op", None) is not None:
+            return self.block.insert(self.block.ops.index(self._before_op), op)
         if getattr(self, "_before_terminator", False) and self.block.terminator is not None:
             return self.block.insert(len(self.block.ops) - 1, op)
         if self.block.terminator is not None:
