@@ -46,6 +46,17 @@ def kept_in_a_tuple(x):
     return state[0].pos
 
 
+@numba.njit
+def joined(x, c):
+    a = Body(x, 0.0, 0)
+    b = Body(2.0 * x, 1.0, 0)
+    for _ in range(3):
+        a = advance(a, 0.1)
+        b = advance(b, 0.2)
+    chosen = a if c else b  # a phi whose values are all phis
+    return chosen.kinetic() + chosen.pos
+
+
 def _flat(f, *types):
     flat = inline_njit_calls(driver.primal_ir(f, types), context=driver.PASS_CONTEXT)
     verify(flat)
@@ -84,3 +95,10 @@ def test_forward_mode_inlines_only_calls_that_take_or_return_instances():
 def test_the_rebuilt_instances_differentiate_in_every_mode():
     check_rule(orbit, 0.7, 0.1, second_order=True)
     check_rule(orbit, -2.5, 0.3, second_order=True)  # the branch rebuilds it once more
+
+
+def test_a_phi_of_phis_of_instances_is_read_through():
+    flat = _flat(joined, numba.float64, numba.boolean)
+    assert _instances(flat) == []
+    for c in (True, False):
+        check_rule(joined, 0.7, c, second_order=True)
