@@ -239,9 +239,14 @@ def zero_tangent_like(x):
 
 
 def copy_arguments(values: tuple) -> tuple:
-    """The arguments with every array copied (inside tuples too): kernels may write into them."""
+    """The arguments with every array and record copied (inside tuples too): kernels may
+    write into them."""
     return tuple(rebuild_tuple(v, copy_arguments(v)) if isinstance(v, tuple) else
-                 (v.copy() if isinstance(v, np.ndarray) else v) for v in values)
+                 _copy_one(v) for v in values)
+
+
+def _copy_one(v):
+    return v.copy() if isinstance(v, (np.ndarray, np.void)) else v  # np.void: a record
 
 
 def rebuild_tuple(like: tuple, entries) -> tuple:

@@ -90,17 +90,6 @@ def indexes_a_literal_out_of_range(x):
 
 
 @numba.njit
-def writes_a_record_field(x, p):
-    p[0]["a"] = x[0] * 2.0
-    return p[0]["a"] * x[1]
-
-
-@numba.njit
-def reads_a_whole_field(x, p):
-    return np.sum(p["a"] * x[:2])
-
-
-@numba.njit
 def spreads_into_range(x, bounds):
     s = 0.0
     for i in range(*bounds):
@@ -163,15 +152,12 @@ def unrolls_two_arrays_of_one_type(x):
     return s
 
 
-_RECORDS = np.array([(1.5, -0.5), (0.25, 2.0)], dtype=[("a", "f8"), ("b", "f8")])
 _X = np.array([0.3, 1.2, -0.7])
 
 REFUSED = [
     ("insert", inserts_into_a_literal, (_X,), r"list.insert\(\) on a list the kernel builds"),
     ("passed_on", passes_a_literal_to_a_function, (_X,), "a list literal used other than read"),
     ("out_of_range", indexes_a_literal_out_of_range, (_X,), "indexing a list literal of 2"),
-    ("record_write", writes_a_record_field, (_X, _RECORDS), "writing fields of records"),
-    ("whole_field", reads_a_whole_field, (_X, _RECORDS), "a whole field of a structured array"),
     ("jitclass_field_write", writes_into_a_jitclass_field, (_X, Neuron(1.0, np.zeros(3), 1)),
      "writes a value being differentiated into an array held by a jitclass"),
     ("unroll_same_arrays", unrolls_two_arrays_of_one_type, (_X,), "literal_unroll over a tuple "

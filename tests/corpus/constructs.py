@@ -64,6 +64,96 @@ def _buckets():
 
 SITE = np.dtype([("depth", "f8"), ("width", "f8"), ("r0", "f8")])
 
+# --- records written: state kept in structured arrays ---------------------------------------
+
+PARTICLE = np.dtype([("x", "f8"), ("v", "f8"), ("f", "f8"), ("mass", "f8"), ("kind", "i8")])
+CELL = np.dtype([("s", "f8"), ("i", "f8"), ("beta", "f8"), ("active", "?")])  # not aligned
+BUCKET_STATE = np.dtype([("storage", "f8"), ("outflow", "f8")])
+
+
+@numba.njit
+def _pair_force(a, b, k, r0):
+    """A spring between two particles: forces added into both records (helpers given p[i])."""
+    d = b.x - a.x
+    f = k * (abs(d) - r0) * np.sign(d)
+    a.f += f
+    b["f"] -= f
+
+
+@numba.njit
+def particle_chain(particles, k, r0, dt, steps):
+    """Velocity Verlet on a chain of particles kept in a structured array, the way molecular
+    dynamics codes keep their state: forces written into the records by a helper, velocities
+    and positions updated field by field, a kinetic energy over whole-field views."""
+    p = particles
+    n = p.shape[0]
+    for _ in range(steps):
+        p["f"][:] = 0.0
+        for i in range(n - 1):
+            _pair_force(p[i], p[i + 1], k, r0)
+        for part in p:
+            part.v += 0.5 * dt * part.f / part.mass
+            part["x"] = part.x + dt * part.v
+        p["f"][:] = 0.0
+        for i in range(n - 1):
+            _pair_force(p[i], p[i + 1], k, r0)
+        for i in range(n):
+            p[i]["v"] += 0.5 * dt * p[i]["f"] / p[i]["mass"]
+    return 0.5 * np.sum(p["mass"] * p["v"] ** 2) + p[n - 1].x
+
+
+@numba.njit
+def sir_grid(cells, gamma, days):
+    """An SIR epidemic on a grid of cells (a 2-D structured array whose dtype has a bool field,
+    so its records are not aligned), each day's state written back into the cells; the total
+    infected of the active cells at the end."""
+    rows, cols = cells.shape
+    for _ in range(days):
+        for r in range(rows):
+            for c in range(cols):
+                cell = cells[r, c]
+                if not cell.active:
+                    continue
+                new = cell.beta * cell.s * cell.i
+                cell.s = cell.s - new
+                cells[r, c]["i"] = cell.i + new - gamma * cell.i
+    return np.sum(cells["i"] * cells["beta"])
+
+
+@numba.njit
+def bucket_states(rain, params):
+    """Linear reservoirs whose states live in a structured array the kernel allocates (one
+    entry per bucket: storage and outflow), written every time step."""
+    state = np.zeros(params.shape[0], dtype=BUCKET_STATE)
+    total = 0.0
+    for t in range(rain.shape[0]):
+        inflow = rain[t]
+        for i in range(params.shape[0]):
+            st = state[i]
+            st.storage += inflow
+            st["outflow"] = params[i].k_out * st.storage
+            st.storage -= st.outflow
+            inflow = st.outflow
+        total += state[params.shape[0] - 1].outflow ** 2
+    return total + np.sum(state["storage"])
+
+
+def _particles():
+    p = np.zeros(4, dtype=PARTICLE)
+    p["x"] = [0.0, 1.1, 2.3, 3.2]
+    p["v"] = [0.1, -0.2, 0.05, 0.0]
+    p["mass"] = [1.0, 2.0, 1.5, 1.0]
+    return p
+
+
+def _cells():
+    cells = np.zeros((2, 3), dtype=CELL)
+    cells["s"] = _rng(20).uniform(0.6, 0.9, (2, 3))
+    cells["i"] = _rng(21).uniform(0.01, 0.1, (2, 3))
+    cells["beta"] = _rng(22).uniform(0.2, 0.5, (2, 3))
+    cells["active"] = [[True, False, True], [True, True, False]]
+    return cells
+
 # --- unpacking arrays -----------------------------------------------------------------------
 
 
@@ -432,6 +522,12 @@ def _rng(seed):
 CASES = [
     ConstructCase("linear_reservoirs", "record field p[i]['f']", linear_reservoirs,
                   lambda: (_rng(0).uniform(0.2, 1.5, 6), _buckets())),
+    ConstructCase("particle_chain", "record fields written, by helpers, whole-field views",
+                  particle_chain, lambda: (_particles(), 2.0, 1.0, 0.05, 6)),
+    ConstructCase("sir_grid", "fields of a 2-D structured array written (not aligned)",
+                  sir_grid, lambda: (_cells(), 0.1, 5)),
+    ConstructCase("bucket_states", "a structured array the kernel allocates, written",
+                  bucket_states, lambda: (_rng(23).uniform(0.2, 1.5, 6), _buckets())),
     ConstructCase("morse_energy", "record argument, r['f'] and r.f", morse_energy,
                   lambda: (_rng(1).uniform(0.8, 1.6, 5),
                            np.array([(2.0, 1.3, 1.1)], dtype=SITE)[0])),

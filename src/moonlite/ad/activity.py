@@ -7,23 +7,28 @@ built from `float(n)` holds no derivative, one built from `x` does.
 
 The analysis is a forward fixpoint over the ops, conservative where memory is involved: every
 writable float array counts as varied (a write through any alias may put a varied value in it),
-so everything read from one does too. Read-only arrays (constants) and arguments outside the
-active set that the function never writes are not varied.
+so everything read from one does too; so does a structured array the function writes into.
+Read-only arrays (constants) and arguments outside the active set that the function never
+writes are not varied.
 """
 
 from __future__ import annotations
 
 from ..ir.core import Function
-from ..ir.types import ArrayType
+from ..ir.types import ArrayType, is_record_array
+from .readonly import never_written
 from ..rules.registry import has_adjoint, is_float_array
 
 
 def varied_values(fn: Function, active=None, constant_arrays=frozenset()) -> set:
     """The values of `fn` that may depend on its arguments with indices in `active` (None:
     every argument)."""
+    written_records = _written_record_arrays(fn)
     varied = {a for i, a in enumerate(fn.args)
               if ((active is None or i in active) and has_adjoint(a.type)
-                  or _writable_float_array(a.type)) and a not in constant_arrays}
+                  or _writable_float_array(a.type) or a in written_records)
+              and a not in constant_arrays}
+    varied |= written_records - set(fn.args)
     ops = [op for op in fn.ops() if op.result is not None]
     changed = True
     while changed:  # phis read values defined later: iterate to the fixpoint
@@ -36,6 +41,15 @@ def varied_values(fn: Function, active=None, constant_arrays=frozenset()) -> set
                 varied.add(result)
                 changed = True
     return varied
+
+
+def _written_record_arrays(fn: Function) -> set:
+    """Structured arrays of float records the function writes into (a field write, or an
+    njit call given one of their entries): a varied value may land in them, as in a writable
+    float array."""
+    candidates = [v for v in (*fn.args, *(op.result for op in fn.ops()))
+                  if v is not None and is_record_array(v.type) and not v.type.readonly]
+    return {v for v in candidates if not never_written(fn, v)}
 
 
 def _writable_float_array(t) -> bool:

@@ -35,6 +35,7 @@ from .loops import LoopReads
 from .messages import (CONTAINER_HINT, construct_of, container_construct, hint_of,
                        is_container, is_string, unsupported_expr, user_type)
 from .pipeline import TypedIR
+from .record_fields import RecordFields
 
 ir = nb.ir
 nbt = nb.types
@@ -42,7 +43,7 @@ nbt = nb.types
 _NUMBER_TYPES = (FloatType, IntType, BoolType)
 
 
-class Importer(ConstructReads, GrowingLists, LoopReads):
+class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
     """One use: `Importer(dispatcher, typed).run()` returns the moonlite Function."""
 
     def __init__(self, py_func, typed: TypedIR, error_model: str = "python",
@@ -239,6 +240,10 @@ class Importer(ConstructReads, GrowingLists, LoopReads):
         if isinstance(self.lookup(stmt.target), GrowingList):
             return self.list_setitem(self.lookup(stmt.target), self.value(stmt.index),
                                      self.value(stmt.value))
+        key = self.typemap.get(stmt.index.name)
+        if isinstance(key, nbt.StringLiteral) and self._is_record(stmt.target):
+            return self.write_record_field(self.value(stmt.target), key.literal_value,
+                                           self.value(stmt.value))
         target = self.value(stmt.target)
         index = self.value(stmt.index)
         value = self._coerce_setitem_value(stmt, target, self.value(stmt.value))
@@ -248,6 +253,9 @@ class Importer(ConstructReads, GrowingLists, LoopReads):
         if isinstance(self.lookup(stmt.target), GrowingList) and stmt.index_var is not None:
             return self.list_setitem(self.lookup(stmt.target), self.value(stmt.index_var),
                                      self.value(stmt.value))
+        if isinstance(stmt.index, str) and self._is_record(stmt.target):
+            return self.write_record_field(self.value(stmt.target), stmt.index,
+                                           self.value(stmt.value))
         target = self.value(stmt.target)
         if stmt.index_var is not None:
             index = self.value(stmt.index_var)
@@ -439,6 +447,8 @@ class Importer(ConstructReads, GrowingLists, LoopReads):
         if isinstance(key, nbt.StringLiteral) and self._is_record(expr.value):
             # r['a'] with 'a' in a variable numba knows: the field read r.a
             return self.b.getattr(self.value(expr.value), key.literal_value, self.type_of(target))
+        if isinstance(key, nbt.StringLiteral) and self.is_record_array_var(expr.value):
+            return self.field_of_records(self.value(expr.value), key.literal_value, target)
         if isinstance(base, GrowingList):
             return self.list_getitem(base, self.value(expr.index))
         if isinstance(base, st.ListLiteral):
@@ -458,6 +468,8 @@ class Importer(ConstructReads, GrowingLists, LoopReads):
         if isinstance(expr.index, str) and self._is_record(expr.value):
             # r['a'] is r.a (a field read; records.py for their derivatives)
             return self.b.getattr(self.value(expr.value), expr.index, self.type_of(target))
+        if isinstance(expr.index, str) and self.is_record_array_var(expr.value):
+            return self.field_of_records(self.value(expr.value), expr.index, target)
         if isinstance(base, Value) and isinstance(base.type, TupleType) \
                 and isinstance(expr.index, int):
             return self.b.tuple_getitem(base, expr.index)
@@ -711,6 +723,7 @@ _STMT_HANDLERS = {
     ir.Assign: Importer.on_assign,
     ir.SetItem: Importer.on_setitem,
     ir.StaticSetItem: Importer.on_static_setitem,
+    ir.SetAttr: Importer.on_setattr,
     ir.Jump: Importer.on_jump,
     ir.Branch: Importer.on_branch,
     ir.Return: Importer.on_return,

@@ -1,5 +1,6 @@
-"""Records with float fields (entries of structured arrays): a zero tangent record, and the
-helpers reverse mode sends a field's adjoint back with.
+"""Records with float fields (entries of structured arrays): a zero tangent record, the helpers
+reverse mode sends a field's adjoint back with, and the views and setters fields are written
+with.
 
 A record's tangent is a record of the same type; a structured array's is a structured array of
 the same dtype (`np.zeros_like`). numba passes a record around as a pointer to its bytes, which
@@ -8,6 +9,12 @@ its owner: a zero record lives in the frame of the function that needs it (`zero
 and reverse mode adds a field's adjoint into the shadow array's entry (`field_adder`). The
 shadow of a record argument is a structured array of one entry (`record_holder`): it is also
 the gradient reverse mode returns for it.
+
+Writes go through views: `p['a']` (`field_view`) is a float array viewing one field of every
+entry, and capture writes `p[i]['a'] = v` as `field_view('a')(p)[i] = v`, an ordinary array
+write that every mode already saves, restores and differentiates. A record that is not an
+entry read from a structured array in the same function (an argument, a record chosen by a
+branch) is written by `field_setter`.
 """
 
 from __future__ import annotations
@@ -17,8 +24,12 @@ import functools
 import numpy as np
 
 from .. import _numba as nb
-from ..ir.types import ArrayType, none
-from .define import RuleNotApplicable, defrule, positional_only
+from ..ir.traits import AXES_VIEW, VIEW
+from ..ir import ops
+from ..ir.types import ArrayType, from_numba, none
+from .define import RuleNotApplicable, defrule, linear_call, no_adjoint, positional_only
+from .operands import reads_nothing
+from .registry import register
 
 
 @nb.intrinsic
@@ -69,15 +80,19 @@ def holder_type(record_type) -> ArrayType:
 defrule(record_holder, _zero_record_jvp)  # a fresh zero array (the forward pass makes its own)
 
 
+def _njit_from_source(source: str, name: str, what: str, **names):
+    scope: dict = dict(names)
+    exec(compile(source, f"<moonlite {what}>", "exec"), scope)
+    return nb.njit(cache=False)(scope[name])
+
+
 @functools.lru_cache(maxsize=None)
 def field_adder(name: str):
     """The njit function `add(record, value)` doing `record[name] += value` (in place: the
     record is an entry of a shadow array). Its forward rule does the same to the tangents, so
     forward mode over a gradient (Hessians) differentiates the pullback's field updates."""
-    source = f"def add_to_field(record, value):\n    record[{name!r}] += value\n    return None\n"
-    scope: dict = {}
-    exec(compile(source, f"<moonlite field adder {name!r}>", "exec"), scope)
-    adder = nb.njit(cache=False)(scope["add_to_field"])
+    adder = _njit_from_source(f"def add_to_field(record, value):\n    record[{name!r}] += value\n"
+                              "    return None\n", "add_to_field", f"field adder {name!r}")
     defrule(adder, _adder_jvp(adder))
     return adder
 
@@ -94,3 +109,123 @@ def _adder_jvp(adder):
         return None
 
     return rule
+
+
+@nb.intrinsic
+def as_aligned(typingctx, view):
+    """`view` itself, typed aligned. numba types a field of a structured array whose dtype was
+    not built with `align=True` as an unaligned array, and so are its copies and zeros_like;
+    numba then fails to lower a function returning either such an array or a fresh one (an
+    aligned one: `np.ascontiguousarray(g)` on one path, `np.zeros(...)` on another). Used for
+    fields that are aligned in every array numpy allocates (`field_is_aligned`)."""
+    if not isinstance(view, nb.types.Array):
+        return None
+    result = nb.types.Array(view.dtype, view.ndim, view.layout, readonly=not view.mutable)
+
+    def codegen(context, builder, signature, args):
+        return nb.impl_ret_borrowed(context, builder, signature.return_type, args[0])
+
+    return result(view), codegen
+
+
+def field_is_aligned(record_type, name: str) -> bool:
+    """True if field `name` of the numba record type sits at a multiple of its alignment in
+    every entry: its offset and the record's size are both multiples of it."""
+    offset = record_type.offset(name)
+    alignment = np.dtype(nb.as_dtype(record_type.typeof(name))).alignment
+    return offset % alignment == 0 and record_type.size % alignment == 0
+
+
+def field_view(name: str, aligned: bool = True):
+    """The njit function `view(p)` returning `p[name]`: a float array viewing field `name` of
+    every entry of the structured array `p` (numba's own view, layout A; typed aligned when
+    `aligned`, see `as_aligned`). It is linear and a view of its argument, as `np.transpose`
+    is: a tangent's field view is its tangent, and reverse mode makes the same view of the
+    argument's shadow its shadow (`AXES_VIEW`), so writes through it reach the gradient."""
+    return _field_view(name, aligned)
+
+
+@functools.lru_cache(maxsize=None)
+def _field_view(name: str, aligned: bool):
+    read = f"as_aligned(p[{name!r}])" if aligned else f"p[{name!r}]"
+    view = _njit_from_source(f"def field_view(p):\n    return {read}\n", "field_view",
+                             f"field view {name!r}", as_aligned=as_aligned)
+    register(view, jvp=linear_call(view), adjoint=no_adjoint, reads=reads_nothing,
+             keywords=(), traits=AXES_VIEW | VIEW)
+    _FIELD_OF[view] = name
+    return view
+
+
+def field_view_of(record_type, name: str):
+    """The field view for field `name` of records of numba type `record_type`."""
+    return field_view(name, field_is_aligned(record_type, name))
+
+
+@functools.lru_cache(maxsize=None)
+def field_setter(name: str):
+    """The njit function `set(record, value)` doing `record[name] = value`, for records that
+    are not an entry read from a structured array in the same function (capture writes those
+    through `field_view`). Forward mode does the same to the tangent record. Reverse mode
+    inlines every call first, so it sees most records as entries again and writes them through
+    views (`ad/inline.py`); for the rest its adjoint refuses a derivative it cannot follow."""
+    setter = _njit_from_source(f"def set_field(record, value):\n    record[{name!r}] = value\n"
+                               "    return None\n", "set_field", f"field setter {name!r}")
+    register(setter, jvp=_setter_jvp(setter), adjoint=_setter_adjoint, keywords=())
+    _FIELD_OF[setter] = name
+    return setter
+
+
+def write_field_through_view(b, record, name: str, value) -> bool:
+    """Emit `field_view(name)(p)[i] = value` for a record read as `p[i]` (True), else emit
+    nothing (False)."""
+    source = getattr(record, "op", None)
+    if not (isinstance(source, ops.GetItem) and isinstance(source.value.type, ArrayType)):
+        return False
+    array = source.value
+    record_type = record.type.numba_type
+    view_type = from_numba(nb.types.Array(record_type.typeof(name), array.type.ndim, "A",
+                                          readonly=array.type.readonly))
+    view = b.call(field_view_of(record_type, name), [array], type=view_type)
+    b.setitem(view, source.index, value)
+    return True
+
+
+_FIELD_OF: dict = {}  # field_view and field_setter functions -> the field they view or set
+
+
+def field_name(callee):
+    """The field a `field_view` or `field_setter` function views or sets, else None."""
+    try:
+        return _FIELD_OF.get(callee)
+    except TypeError:  # an unhashable callee
+        return None
+
+
+def is_field_setter(callee) -> bool:
+    return field_name(callee) is not None and callee is field_setter(_FIELD_OF[callee])
+
+
+def _setter_jvp(setter):
+    def rule(b, primals, tangents, kwargs):
+        positional_only(kwargs, primals, 2)
+        drecord, dvalue = tangents
+        if drecord is None:
+            if dvalue is None:
+                return None
+            raise RuleNotApplicable("a field write into a record that carries no tangent")
+        if dvalue is None and not primals[1].type.is_float:
+            return None  # int and bool fields of a tangent record are unused
+        if dvalue is None:  # a constant written: the field's tangent becomes zero
+            dvalue = b.const(0.0, primals[1].type)
+        b.call(setter, [drecord, dvalue], type=none)
+        return None
+
+    return rule
+
+
+def _setter_adjoint(rv, op) -> None:
+    record, value = op.positional
+    if record in rv.varied or value in rv.varied:
+        raise rv.unsupported(op, "writing a field of a record that is not read from a "
+                             f"structured array here ({record.type}) in reverse mode",
+                             "write fields as p[i]['a'] = v of a structured array p")

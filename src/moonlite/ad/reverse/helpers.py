@@ -62,7 +62,7 @@ def sum_to_shape_1d(g, like):
         return np.ascontiguousarray(g)  # as it is (`+=` stretches a length-1 axis); no copy if C
     if n != 1:
         raise ValueError(_SHAPE_MISMATCH)
-    out = np.zeros(1, g.dtype)
+    out = g[:1].copy()  # (not np.zeros: the type of g's copies, aligned or not, see records.py)
     out[0] = np.sum(g)
     return out
 
@@ -75,7 +75,8 @@ def sum_to_shape_2d(g, like):
         return np.ascontiguousarray(g)  # as it is (`+=` stretches length-1 axes); no copy if C
     if (r != 1 and r != gr) or (c != 1 and c != gc):
         raise ValueError(_SHAPE_MISMATCH)
-    out = np.zeros((r, c), g.dtype)
+    out = g[:r, :c].copy()  # (g's type, aligned or not)
+    out[:] = 0.0
     for i in range(gr):
         for j in range(gc):
             out[min(i, r - 1), min(j, c - 1)] += g[i, j]
@@ -90,7 +91,8 @@ def sum_to_shape_3d(g, like):
         return np.ascontiguousarray(g)  # as it is (`+=` stretches length-1 axes); no copy if C
     if (p != 1 and p != gp) or (r != 1 and r != gr) or (c != 1 and c != gc):
         raise ValueError(_SHAPE_MISMATCH)
-    out = np.zeros((p, r, c), g.dtype)
+    out = g[:p, :r, :c].copy()  # (g's type, aligned or not)
+    out[:] = 0.0
     for h in range(gp):
         for i in range(gr):
             for j in range(gc):

@@ -1,0 +1,47 @@
+"""Writing fields of records, and whole fields of structured arrays (issue #20).
+
+`p['a']` of a structured array `p` is numba's float array viewing field `a` of every entry;
+capture reads it as a call of `field_view('a')` (`rules/records.py`), a view every mode knows.
+A field write `p[i]['a'] = v` (also `p[i].a = v`, `r = p[i]; r.a += v`) becomes
+`field_view('a')(p)[i] = v`: an array write, which forward mode repeats on the tangent and
+reverse mode saves, restores and sends back like any other. A record that is not an entry read
+from an array in the same function (a record argument of a helper, a record chosen by a
+branch) is written by `field_setter('a')(r, v)`.
+
+A mixin of the importer (`importer.Importer`).
+"""
+
+from __future__ import annotations
+
+from .. import _numba as nb
+from ..ir.core import Value
+from ..ir.types import OpaqueType, from_numba, none
+from ..rules.records import field_setter, field_view_of, write_field_through_view
+
+nbt = nb.types
+
+
+class RecordFields:
+    def field_of_records(self, array: Value, name: str, target) -> Value:
+        """`p['a']` of a structured array: the view of field `a` of every entry."""
+        view = field_view_of(array.type.dtype.numba_type, name)
+        return self.b.call(view, [array], type=self.type_of(target))
+
+    def is_record_array_var(self, var) -> bool:
+        t = self.typemap.get(var.name)
+        return isinstance(t, nbt.Array) and isinstance(t.dtype, nbt.Record)
+
+    def on_setattr(self, stmt) -> None:
+        """`r.a = v`: a field write when `r` is a record (other attribute writes are refused)."""
+        if not self._is_record(stmt.target):
+            return self._unsupported_stmt(stmt)
+        self.write_record_field(self.value(stmt.target), stmt.attr, self.value(stmt.value))
+
+    def write_record_field(self, record: Value, name: str, value: Value) -> None:
+        record_type = record.type.numba_type if isinstance(record.type, OpaqueType) else None
+        if record_type is None or name not in getattr(record_type, "fields", {}):
+            self.unsupported(f"writing field {name!r} of {record.type}",
+                             "write a field the record's dtype has")
+        value = self._coerce(value, from_numba(record_type.typeof(name)))
+        if not write_field_through_view(self.b, record, name, value):
+            self.b.call(field_setter(name), [record, value], type=none)

@@ -1,0 +1,201 @@
+"""Writing fields of records and whole fields of structured arrays (`capture/record_fields.py`,
+`rules/records.py`): what capture makes of them, every mode against finite differences (the
+rule checker: forward, reverse, forward over reverse, the dot-product identity), the analyses
+that must see a write through a record, and what reverse mode refuses."""
+
+import numba
+import numpy as np
+import pytest
+
+import moonlite
+from moonlite.ad.activity import varied_values
+from moonlite.api import copy_arguments
+from moonlite.ad.readonly import never_written
+from moonlite.errors import UnsupportedError
+from moonlite.ir import ops
+from moonlite.rules import lookup_jvp
+from moonlite.rules.records import field_is_aligned, field_setter, field_view, field_view_of
+from moonlite.testing import check_jvp, check_rule
+
+BODY = np.dtype([("x", "f8"), ("v", "f8"), ("m", "f8"), ("id", "i8")])
+FLAGGED = np.dtype([("x", "f8"), ("v", "f8"), ("alive", "?")])  # 17 bytes: not aligned
+
+
+def _bodies(dtype=BODY, n=4):
+    rng = np.random.default_rng(0)
+    p = np.zeros(n, dtype)
+    p["x"], p["v"] = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)
+    if "m" in dtype.names:
+        p["m"] = rng.uniform(1, 2, n)
+    if "alive" in dtype.names:
+        p["alive"] = [k % 3 != 1 for k in range(n)]
+    return p
+
+
+@numba.njit
+def kick(body, force, dt):
+    body.v += force * dt / body.m
+    body["id"] = body["id"] + 1  # an int field: written, never differentiated
+
+
+@numba.njit
+def kicked_by_a_helper(p, k):
+    for i in range(p.shape[0]):
+        kick(p[i], -k * p[i].x, 0.1)
+        p[i].x = p[i].x + 0.1 * p[i].v
+    return np.sum(p["x"] ** 2) + np.sum(p["v"])
+
+
+@numba.njit
+def written_while_iterating(p, k):
+    for r in p:
+        r.v = r.v - k * r.x
+        r["x"] += 0.1 * r.v  # reads the v just written
+    s = 0.0
+    for r in p:
+        s += r.x * r.v
+    return s
+
+
+@numba.njit
+def whole_fields(p, w):
+    xs = p["x"]
+    p["v"][:] = p["m"] * w * xs
+    xs[0] = w
+    return np.sum(p["v"] ** 2) + np.sum(xs)
+
+
+@numba.njit
+def not_aligned(q, s):
+    for i in range(q.shape[0]):
+        if q[i].alive:
+            q[i].v = q[i].v * s + q[i].x
+    q["x"][:] = q["x"] * q["v"]
+    return np.sum(q["x"] ** 2)
+
+
+@numba.njit
+def local_table(x):
+    t = np.zeros(x.shape[0], BODY)
+    for i in range(x.shape[0]):
+        t[i]["x"] = x[i]
+        t[i].m = 1.0 + x[i] ** 2
+    t["v"][:] = np.sin(t["x"])
+    return np.sum(t["m"] * t["v"])
+
+
+@numba.njit
+def grid(cells, s):
+    for i in range(cells.shape[0]):
+        for j in range(cells.shape[1]):
+            cells[i, j]["x"] = s * cells[i, j].v + cells[i, j]["x"] ** 2
+    return cells["x"].sum()
+
+
+CASES = {
+    "an entry given to a helper that writes it": (kicked_by_a_helper, lambda: (_bodies(), 2.0)),
+    "entries written while iterating": (written_while_iterating, lambda: (_bodies(), 2.0)),
+    "whole fields read and written": (whole_fields, lambda: (_bodies(), 1.5)),
+    "records that are not aligned": (not_aligned, lambda: (_bodies(FLAGGED), 1.5)),
+    "a structured array the kernel allocates": (local_table,
+                                                lambda: (np.array([0.3, -0.5, 1.2]),)),
+    "a 2-D structured array": (grid, lambda: (_bodies(n=6).reshape(2, 3), 0.7)),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_in_every_mode(name):
+    kernel, make_args = CASES[name]
+    check_rule(kernel, *make_args(), second_order=True)
+
+
+def test_an_entrys_field_is_written_through_a_view_of_the_field():
+    fn = moonlite.capture(kicked_by_a_helper, _bodies(), 2.0)
+    moonlite.verify(fn)
+    views = [op for op in fn.ops() if isinstance(op, ops.Call) and op.callee is field_view("x")]
+    assert views and any(isinstance(u, ops.SetItem) for op in views
+                         for u in _users(fn, op.result))
+    helper = moonlite.capture(kick, _bodies()[0], 1.0, 0.1)  # a record argument: a setter
+    assert any(isinstance(op, ops.Call) and op.callee is field_setter("v") for op in helper.ops())
+
+
+def _users(fn, value):
+    return [op for op in fn.ops() if value in op.operands]
+
+
+def test_a_write_through_an_entry_makes_the_structured_array_written_and_varied():
+    fn = moonlite.capture(kicked_by_a_helper, _bodies(), 2.0)
+    assert not never_written(fn, fn.args[0])
+    assert fn.args[0] in varied_values(fn, active=frozenset([1]))
+
+
+@numba.njit
+def into_a_parameter_table(x, p):
+    for i in range(x.shape[0]):
+        p[i]["x"] = x[i] * p[i].m
+    e = 0.0
+    for i in range(x.shape[0]):
+        e += p[i].x ** 2
+    return e
+
+
+def test_writing_into_a_structured_argument_not_differentiated():
+    x = np.array([0.3, -0.5, 1.2, 0.1])
+    g = moonlite.grad(into_a_parameter_table, argnums=0)(x, _bodies())
+    h = 1e-6
+    for k, e in enumerate(np.eye(4)):
+        fd = (into_a_parameter_table(x + h * e, _bodies())
+              - into_a_parameter_table(x - h * e, _bodies())) / (2 * h)
+        assert g[k] == pytest.approx(fd, rel=1e-6)
+    value, tangent = moonlite.jvp(into_a_parameter_table, (x, _bodies()),
+                                  (np.ones(4), np.zeros(4, BODY)))
+    fd = (into_a_parameter_table(x + h, _bodies()) - into_a_parameter_table(x - h, _bodies()))
+    assert value == pytest.approx(into_a_parameter_table(x, _bodies()))
+    assert tangent == pytest.approx(fd / (2 * h), rel=1e-6)
+
+
+@numba.njit
+def scales_a_record_argument(r, s):
+    r.x = r.x * s
+    r["v"] = r.v + r.x
+    return r.x * r.v
+
+
+@numba.njit
+def writes_a_chosen_record(p, c):
+    r = p[0] if c > 0 else p[1]
+    r.x = c * 2.0
+    return p[0].x + p[1].x * 3.0
+
+
+def test_records_not_read_from_an_array_here_forward_mode_writes_reverse_mode_refuses():
+    cases = [(scales_a_record_argument, (_bodies()[1], 1.5)),
+             (writes_a_chosen_record, (_bodies(), 0.7))]
+    for kernel, args in cases:
+        check_jvp(kernel, *args)  # the setter's forward rule writes the tangent record
+        for run in (lambda: moonlite.grad(kernel)(*args),
+                    lambda: moonlite.hvp(kernel, args, copy_arguments(args))):
+            with pytest.raises(UnsupportedError, match="writing a field of a record that is "
+                                                       "not read from a structured array here"):
+                run()
+
+
+def test_the_helpers_are_primitives_with_rules():
+    assert field_view("x") is field_view("x") and field_setter("x") is field_setter("x")
+    assert lookup_jvp(field_view("x")) is not None and lookup_jvp(field_setter("x")) is not None
+    body = numba.typeof(_bodies()).dtype
+    flagged = numba.typeof(_bodies(FLAGGED)).dtype
+    assert field_is_aligned(body, "v") and not field_is_aligned(flagged, "v")
+    assert field_view_of(flagged, "v") is field_view("v", False)
+
+
+def test_a_view_of_a_field_is_a_view_typed_aligned_when_its_entries_are():
+    p = _bodies()
+    view = field_view("x")(p)
+    view[1] = 7.0
+    assert p[1]["x"] == 7.0  # a view, not a copy
+    assert field_view("x").nopython_signatures[-1].return_type.aligned
+    q = _bodies(FLAGGED)
+    field_view("x", False)(q)[0] = 5.0
+    assert q[0]["x"] == 5.0
+    assert not field_view("x", False).nopython_signatures[-1].return_type.aligned
