@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .gen_lists import LIST_FEATURES, list_block
+from .gen_records import RECORD_FEATURES, record_block
 
 MAX_EXPR_DEPTH = 2
 MAX_BLOCK_DEPTH = 2
@@ -661,7 +662,7 @@ WIDE_FEATURES = frozenset({
     "sentinel_min", "sentinel_array", "softmin_exp", "softmin_log", "softmin_tuple",
     # powers: x ** 0.0 and x ** float(i) with x possibly exactly 0; smooth x ** y
     "pow_zero", "pow_loop_exponent", "pow_var",
-}) | LIST_FEATURES
+}) | LIST_FEATURES | RECORD_FEATURES
 
 
 # groups of constructs; each wide kernel writes those of a random subset ("swarm testing": a
@@ -725,6 +726,7 @@ class _WideGen(_Gen):
         # the lists group draws from its own stream (gen_lists.py): kernels without it are
         # the text they were before it existed
         self.lists_rng = random.Random(f"moonlite-fuzz-wide-lists-{seed}")
+        self.records_rng = random.Random(f"moonlite-fuzz-wide-records-{seed}")  # likewise
 
     # ---- the module
     def source(self) -> tuple:
@@ -732,6 +734,8 @@ class _WideGen(_Gen):
         self.groups = frozenset(groups or [self.r.choice(WIDE_GROUPS)])
         if self.lists_rng.random() < WIDE_GROUP_CHANCE:
             self.groups |= {"lists"}
+        if self.records_rng.random() < WIDE_GROUP_CHANCE:
+            self.groups |= {"records"}
         self.n = self.r.randint(2, 5)
         for index in range(self.r.choice([1, 1, 2])):
             self.helper(index)
@@ -741,7 +745,7 @@ class _WideGen(_Gen):
         fixed = {k: tuple(v) for k, v in self.fixed.items()}
         text = (f"# moonlite fuzz kernel, wide profile, seed {self.seed}\n"
                 f"# construct groups: "
-                f"{', '.join(g for g in WIDE_GROUPS + ('lists',) if g in self.groups)}\n"
+                f"{', '.join(g for g in WIDE_GROUPS + ('lists', 'records') if g in self.groups)}\n"
                 + WIDE_HEADER
                 + "# argument entries (flat indices) the checker sets to exactly 0.0 and never "
                   "moves\n" + f"FIXED_ZEROS = {fixed!r}\n\n\n")
@@ -1442,6 +1446,10 @@ class _WideGen(_Gen):
             self.stmt(s, 1, 0, targets)
         if "lists" in self.groups:
             made = list_block(self.lists_rng, s, self.fresh, self.emit, self.features)
+            self.emit(1, f"{acc} += {made}")
+        if "records" in self.groups:
+            made = record_block(self.records_rng, s, self.fresh, self.emit, self.features,
+                                self.prelude)
             self.emit(1, f"{acc} += {made}")
         parts = [acc] + [v for v in s.floats if v not in floats][-4:]
         if s.arrays and self.chance(0.7):

@@ -170,7 +170,8 @@ def field_setter(name: str):
     views (`ad/inline.py`); for the rest its adjoint refuses a derivative it cannot follow."""
     setter = _njit_from_source(f"def set_field(record, value):\n    record[{name!r}] = value\n"
                                "    return None\n", "set_field", f"field setter {name!r}")
-    register(setter, jvp=_setter_jvp(setter), adjoint=_setter_adjoint, keywords=())
+    register(setter, jvp=_setter_jvp(setter), adjoint=_setter_adjoint, reads=reads_nothing,
+             keywords=())
     _FIELD_OF[setter] = name
     return setter
 

@@ -1,0 +1,79 @@
+"""The wide profile's structured arrays (issue #20): a block at the end of a kernel that fills a
+structured array it allocates from what is in scope (fields of entries written by key and by
+attribute, an int field too), updates it in place (a for loop over its records, a whole field
+written through its view) and reduces it to a float (a whole-field sum, or a loop reading the
+fields of each entry).
+
+Like `gen_lists.py`, the block draws from its own random stream (`rng`) and reads names only:
+a seed's kernel without the "records" group is the same text as before the group existed. Its
+dtype is a module-level global (numba cannot build a dtype inside a kernel), sometimes with a
+bool field after the floats, which makes its records unaligned (17 bytes).
+"""
+
+from __future__ import annotations
+
+RECORD_FEATURES = frozenset({
+    "record_field_write", "record_attr_write", "record_int_field", "record_iterate_write",
+    "record_whole_field_write", "record_whole_field_read", "record_field_read",
+    "record_unaligned",
+})
+
+_DTYPES = {
+    "aligned": "[('x', 'f8'), ('w', 'f8'), ('k', 'i8')]",
+    "unaligned": "[('x', 'f8'), ('w', 'f8'), ('on', '?')]",
+}
+_MAPS = ("np.sin({v}) * {f}", "{v} * {v} + {f}", "np.tanh({v} + {f})", "{v} * {f} - 0.5")
+
+
+def record_block(rng, scope, fresh, emit, features: set, prelude: list, indent: int = 1) -> str:
+    """Emit the block (its dtype into `prelude`); return the name of the float it leaves."""
+    f = rng.choice(scope.floats) if scope.floats else "1.0"
+    kind = rng.choice(sorted(_DTYPES))
+    dtype = fresh("REC").upper()
+    prelude += [f"{dtype} = np.dtype({_DTYPES[kind]})", "", ""]
+    if kind == "unaligned":
+        features.add("record_unaligned")
+    table = fresh("tb")
+    _fill(rng, scope, f, table, dtype, kind, emit, features, indent)
+    _update(rng, f, table, emit, features, indent)
+    out = fresh("r")
+    _reduce(rng, table, out, emit, features, indent)
+    return out
+
+
+def _fill(rng, scope, f, table, dtype, kind, emit, features, indent) -> None:
+    a = rng.choice(scope.arrays) if scope.arrays else None
+    emit(indent, f"{table} = np.zeros({f'len({a})' if a else 3}, dtype={dtype})")
+    emit(indent, f"for i in range(len({table})):")
+    source = f"{a}[i]" if a else f"{f} * (i + 1)"
+    features.add("record_field_write")
+    emit(indent + 1, f"{table}[i]['x'] = {rng.choice(_MAPS).format(v=source, f=f)}")
+    features.add("record_attr_write")
+    emit(indent + 1, f"{table}[i].w = 0.5 * {f} + 0.25 * i")
+    if rng.random() < 0.5:
+        features.add("record_int_field")
+        flag = "k" if kind == "aligned" else "on"
+        value = "i" if kind == "aligned" else "i % 2 == 0"
+        emit(indent + 1, f"{table}[i]['{flag}'] = {value}")
+
+
+def _update(rng, f, table, emit, features, indent) -> None:
+    if rng.random() < 0.6:
+        features.add("record_iterate_write")
+        emit(indent, f"for rec in {table}:")
+        emit(indent + 1, f"rec.x += {f} * rec.w")
+        emit(indent + 1, "rec['w'] = np.tanh(rec.x) + rec.w")
+    if rng.random() < 0.5:
+        features.add("record_whole_field_write")
+        emit(indent, f"{table}['w'][:] = np.sin({table}['x']) * {f}")
+
+
+def _reduce(rng, table, out, emit, features, indent) -> None:
+    if rng.random() < 0.5:
+        features.add("record_whole_field_read")
+        emit(indent, f"{out} = np.sum({table}['x'] * {table}['w'])")
+        return
+    features.add("record_field_read")
+    emit(indent, f"{out} = 0.0")
+    emit(indent, f"for i in range(len({table})):")
+    emit(indent + 1, f"{out} += {table}[i].x * {table}[i]['w'] * (i + 1)")
