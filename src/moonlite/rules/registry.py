@@ -25,8 +25,8 @@ The reverse pass `rv` an adjoint receives offers (duck-typed, so `rules/` import
 an array, or None), `rv.take_adjoint(v)` (a float's adjoint, reset to zero),
 `rv.result_adjoint(v)` (the adjoint of a result, float or array, or None), `rv.recall(v)` (a
 primal value, kept or recomputed), `rv.send(v, contribution)` (add to v's adjoint, summing over
-broadcast axes), `rv.send_to_every_entry(v, scalar)`, `rv.varied` (the values that may carry a derivative) and
-`rv.unsupported(op, construct, hint)` (an `UnsupportedError` to raise).
+broadcast axes), `rv.send_to_every_entry(v, scalar)`, `rv.varied` (the values that may carry a
+derivative) and `rv.unsupported(op, construct, hint)` (an `UnsupportedError` to raise).
 """
 
 from __future__ import annotations
