@@ -7,6 +7,7 @@ every mode against finite differences (`moonlite.testing.check_rule`, second ord
 from __future__ import annotations
 
 import collections
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -136,6 +137,44 @@ def bucket_states(rain, params):
             inflow = st.outflow
         total += state[params.shape[0] - 1].outflow ** 2
     return total + np.sum(state["storage"])
+
+
+PIC_PARTICLE = np.dtype([("x", "f8"), ("y", "f8"), ("vx", "f8"), ("vy", "f8")])
+
+
+@numba.njit
+def pic_push(particles, ex, ey, qm, dt, steps):
+    """The particle push of a 2-D electrostatic particle-in-cell code whose particles live in a
+    structured array (x, y, vx, vy), as PIC codes in Python keep them: the field gathered at
+    each particle by bilinear (cloud-in-cell) weights on a periodic grid, velocities and
+    positions updated in place, positions wrapped; the kinetic energy at the end."""
+    ny, nx = ex.shape
+    for _ in range(steps):
+        for p in particles:
+            ix, iy = int(math.floor(p.x)), int(math.floor(p.y))
+            dx, dy = p.x - ix, p.y - iy
+            ix0, iy0 = ix % nx, iy % ny
+            ix1, iy1 = (ix + 1) % nx, (iy + 1) % ny
+            w00, w10 = (1.0 - dx) * (1.0 - dy), dx * (1.0 - dy)
+            w01, w11 = (1.0 - dx) * dy, dx * dy
+            fx = (w00 * ex[iy0, ix0] + w10 * ex[iy0, ix1] + w01 * ex[iy1, ix0]
+                  + w11 * ex[iy1, ix1])
+            fy = (w00 * ey[iy0, ix0] + w10 * ey[iy0, ix1] + w01 * ey[iy1, ix0]
+                  + w11 * ey[iy1, ix1])
+            p.vx += qm * dt * fx
+            p["vy"] += qm * dt * fy
+            p.x = (p.x + dt * p.vx) % nx
+            p["y"] = (p.y + dt * p.vy) % ny
+    return 0.5 * np.sum(particles["vx"] ** 2 + particles["vy"] ** 2)
+
+
+def _pic_particles():
+    p = np.zeros(5, dtype=PIC_PARTICLE)
+    p["x"] = [0.3, 1.4, 2.6, 3.5, 0.8]
+    p["y"] = [0.6, 2.3, 1.2, 0.4, 2.7]
+    p["vx"] = [0.2, -0.1, 0.05, 0.3, -0.25]
+    p["vy"] = [-0.15, 0.1, 0.2, -0.05, 0.1]
+    return p
 
 
 def _particles():
@@ -528,6 +567,9 @@ CASES = [
                   sir_grid, lambda: (_cells(), 0.1, 5)),
     ConstructCase("bucket_states", "a structured array the kernel allocates, written",
                   bucket_states, lambda: (_rng(23).uniform(0.2, 1.5, 6), _buckets())),
+    ConstructCase("pic_push", "a PIC push over particles in a structured array",
+                  pic_push, lambda: (_pic_particles(), _rng(24).uniform(-1.0, 1.0, (3, 4)),
+                                     _rng(25).uniform(-1.0, 1.0, (3, 4)), 0.8, 0.1, 3)),
     ConstructCase("morse_energy", "record argument, r['f'] and r.f", morse_energy,
                   lambda: (_rng(1).uniform(0.8, 1.6, 5),
                            np.array([(2.0, 1.3, 1.1)], dtype=SITE)[0])),
