@@ -213,7 +213,7 @@ def _instances_read_through(primal):
     if not any(isinstance(op, ops.Call) and takes_or_returns_instance(op)
                for op in primal.ops()):
         return primal
-    return verified(inline_njit_calls(primal, keep=lambda callee: False, context=PASS_CONTEXT,
+    return verified(inline_njit_calls(primal, context=PASS_CONTEXT,
                                       only=takes_or_returns_instance, mode="forward mode"),
                     "inlining the calls given jitclass instances")
 

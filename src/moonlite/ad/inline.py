@@ -17,9 +17,10 @@ from ..ir.cleanup import remove_dead_code
 from ..ir.clone import clone_op
 from ..ir.core import Block, Function
 from ..ir.traits import Trait
-from ..ir.types import ArrayType, OpaqueType
+from ..ir.types import ArrayType, is_record
 from ..rules.custom import lookup_custom
-from ..rules.records import field_name, is_field_setter, write_field_through_view
+from ..rules.define import lookup_jvp
+from ..rules.records import field_set_by, write_field_through_view
 from .context import NO_CALLEES, PassContext
 from .instances import field_of_built_instance, read_through_instance_phis
 from .opinfo import is_math_call, writes_no_memory
@@ -84,8 +85,9 @@ class _Inliner:
             if field is not None:
                 values[op.result] = field
                 return None
-        if isinstance(op, ops.Call) and is_field_setter(op.callee) and write_field_through_view(
-                self.b, values[op.operands[0]], field_name(op.callee), values[op.operands[1]]):
+        name = field_set_by(op.callee) if isinstance(op, ops.Call) else None
+        if name is not None and write_field_through_view(
+                self.b, values[op.operands[0]], name, values[op.operands[1]]):
             # a helper's record argument is an entry p[i] here: written as p['a'][i]
             self._forget_reads()
             return None
@@ -108,11 +110,13 @@ class _Inliner:
             del available[k]
 
     def _inlinable(self, op) -> bool:
-        # a function with a user's rule is called, never inlined: the rule applies to the call
+        # a function with a user's rule, or a primitive with a registered one (records.py's
+        # field views and setters), is called, never inlined, as forward mode calls it: the
+        # rule applies to the call
         return (isinstance(op, ops.Call) and nb.is_njit_dispatcher(op.callee)
                 and not op.kwnames and not self.keep(op.callee) and self.only(op)
                 and lookup_custom(op.callee) is None and maker(op.callee) is None
-                and field_name(op.callee) is None)  # record fields: primitives with rules
+                and lookup_jvp(op.callee) is None)
 
     def _inline(self, call: ops.Call) -> None:
         argtypes = tuple(a.type.to_numba() for a in call.operands)
@@ -183,8 +187,7 @@ def _value_key(op):
     pure_call = is_math_call(op)
     if isinstance(op, ops.GetItem) and isinstance(op.result.type, ArrayType):
         return None  # a view: keep each its own (shadows follow views)
-    if isinstance(op, ops.GetAttr) and isinstance(op.value.type, OpaqueType) \
-            and isinstance(op.value.type.numba_type, nb.types.Record):
+    if isinstance(op, ops.GetAttr) and is_record(op.value.type):
         return None  # a field of a record reads memory: a write in between changes it
     if op.traits() & (Trait.WRITES | Trait.ALLOCATES) or (isinstance(op, _NOT_SHARED)
                                                          and not pure_call):

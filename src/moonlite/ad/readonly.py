@@ -11,11 +11,10 @@ know) or escapes into a tuple or a return.
 
 from __future__ import annotations
 
-from .. import _numba as nb
 from ..ir import ops
 from ..ir.core import Function
 from ..ir.traits import Trait
-from ..ir.types import ArrayType, OpaqueType
+from ..ir.types import ArrayType, is_record
 
 # Ops that let an array escape to where this analysis cannot follow it: a tuple, the caller.
 _ESCAPES = (ops.BuildTuple, ops.Return, ops.Raise)
@@ -66,14 +65,9 @@ def _use(op, position: int) -> str:
         return "write"
     if traits & Trait.VIEW and _array_result(op):
         return "view"
-    if isinstance(op, ops.GetItem) and position == 0 and _record_result(op):
+    if isinstance(op, ops.GetItem) and position == 0 and is_record(op.result.type):
         return "view"  # an entry of a structured array points into it: a field write writes it
     return "read"
-
-
-def _record_result(op) -> bool:
-    t = op.result.type if op.result is not None else None
-    return isinstance(t, OpaqueType) and isinstance(t.numba_type, nb.types.Record)
 
 
 def _array_result(op) -> bool:

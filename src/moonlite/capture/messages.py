@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 from .. import _numba as nb
-from ..ir.types import ArrayType, OpaqueType
+from ..ir.types import ArrayType, OpaqueType, is_record
 
 nbt = nb.types
-
-
-def is_record(t) -> bool:
-    return isinstance(t, OpaqueType) and isinstance(t.numba_type, nbt.Record)
 
 
 CONTAINER_HINT = ("pass a numpy array (or a tuple) instead: moonlite follows derivatives through "

@@ -255,6 +255,11 @@ def is_differentiable(t: Type) -> bool:
     return is_float_record(t)
 
 
+def is_record(t: Type) -> bool:
+    """A numpy record (one entry of a structured array), whatever its fields."""
+    return isinstance(t, OpaqueType) and isinstance(t.numba_type, nbt.Record)
+
+
 def is_float_record(t: Type) -> bool:
     """A numpy record (one entry of a structured array) whose fields are scalars, one of them a
     real float at least: its float fields carry derivatives, its tangent is a record of the same

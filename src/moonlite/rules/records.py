@@ -152,7 +152,6 @@ def _field_view(name: str, aligned: bool):
                              f"field view {name!r}", as_aligned=as_aligned)
     register(view, jvp=linear_call(view), adjoint=no_adjoint, reads=reads_nothing,
              keywords=(), traits=AXES_VIEW | VIEW)
-    _FIELD_OF[view] = name
     return view
 
 
@@ -172,7 +171,7 @@ def field_setter(name: str):
                                "    return None\n", "set_field", f"field setter {name!r}")
     register(setter, jvp=_setter_jvp(setter), adjoint=_setter_adjoint, reads=reads_nothing,
              keywords=())
-    _FIELD_OF[setter] = name
+    _SET_FIELD[setter] = name
     return setter
 
 
@@ -191,19 +190,15 @@ def write_field_through_view(b, record, name: str, value) -> bool:
     return True
 
 
-_FIELD_OF: dict = {}  # field_view and field_setter functions -> the field they view or set
+_SET_FIELD: dict = {}  # field_setter functions -> the field they set
 
 
-def field_name(callee):
-    """The field a `field_view` or `field_setter` function views or sets, else None."""
+def field_set_by(callee):
+    """The field `callee` sets if it is a `field_setter` function, else None."""
     try:
-        return _FIELD_OF.get(callee)
+        return _SET_FIELD.get(callee)
     except TypeError:  # an unhashable callee
         return None
-
-
-def is_field_setter(callee) -> bool:
-    return field_name(callee) is not None and callee is field_setter(_FIELD_OF[callee])
 
 
 def _setter_jvp(setter):
