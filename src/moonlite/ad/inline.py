@@ -19,7 +19,7 @@ from ..ir.core import Block, Function
 from ..ir.traits import Trait
 from ..ir.types import ArrayType, is_record
 from ..rules.custom import lookup_custom
-from ..rules.define import lookup_jvp
+from ..rules.registry import lookup_field
 from ..rules.records import field_set_by, write_field_through_view
 from .context import NO_CALLEES, PassContext
 from .instances import field_of_built_instance, read_through_instance_phis
@@ -110,13 +110,12 @@ class _Inliner:
             del available[k]
 
     def _inlinable(self, op) -> bool:
-        # a function with a user's rule, or a primitive with a registered one (records.py's
-        # field views and setters), is called, never inlined, as forward mode calls it: the
-        # rule applies to the call
+        # a function with a user's rule, or with a registered reverse rule (records.py's
+        # field views and setters), is called, never inlined: the rule applies to the call
         return (isinstance(op, ops.Call) and nb.is_njit_dispatcher(op.callee)
                 and not op.kwnames and not self.keep(op.callee) and self.only(op)
                 and lookup_custom(op.callee) is None and maker(op.callee) is None
-                and lookup_jvp(op.callee) is None)
+                and lookup_field(op.callee, "adjoint") is None)
 
     def _inline(self, call: ops.Call) -> None:
         argtypes = tuple(a.type.to_numba() for a in call.operands)
