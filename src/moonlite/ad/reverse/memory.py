@@ -20,7 +20,7 @@ from .helpers import masked_add, scatter_add
 from .reads import record_source
 from .types import (Entry, has_adjoint as _has_adjoint, is_float as _is_float,
                             is_float_array as _is_float_array)
-from .sweep import _advanced_index, _shadow_item_type
+from .sweep import _advanced_index, _shadow_item_type, _view_source
 from .keep import Saved
 
 
@@ -92,17 +92,43 @@ class MemoryAdjoints:
         shadow = self.shadow(op.target)
         if shadow is not None:
             written = self.b.getitem(shadow, index, type=_shadow_item_type(op))
-            if _has_adjoint(op.value.type):
-                self.send(op.value, written)
-            if isinstance(written.type, ArrayType):
-                self.b.setitem(shadow, index, self.b.const(0.0, op.target.type.dtype))
-            else:
+            if not isinstance(written.type, ArrayType):
+                if _has_adjoint(op.value.type):
+                    self.send(op.value, written)
                 self.b.setitem(shadow, index, self.b.const(0.0, written.type))
+            else:
+                self._rv_setitem_array(op, shadow, index, written)
         if op in self.unrestored:  # nothing saved: nobody reads the array back (scratch.py)
             return
         saved = self.recall(op, key=Saved(op))
         self.b.setitem(target, index, saved)
         self.release(op, key=Saved(op))
+
+    def _rv_setitem_array(self, op: ops.SetItem, shadow, index, written) -> None:
+        """`target[index] = value` of an array: value's adjoint gets the written region's, which
+        is then cleared. The value may view the target's own memory (`x[i][:] += v` is
+        `t = x[i][:]; t += v; x[i][:] = t`): its shadow is then (part of) the written region, so
+        that region is copied before it is cleared, and sent after."""
+        if not _has_adjoint(op.value.type):
+            self.b.setitem(shadow, index, self.b.const(0.0, op.target.type.dtype))
+            return
+        shared = self._may_share_shadow(op.value)
+        if shared:
+            written = self.b.method_call("copy", written, [])
+        else:
+            self.send(op.value, written)
+        self.b.setitem(shadow, index, self.b.const(0.0, op.target.type.dtype))
+        if shared:
+            self.send(op.value, written)
+
+    def _may_share_shadow(self, value) -> bool:
+        """False when `value`'s shadow is an array of its own (the result of arithmetic, a
+        call, a copy), True when it may be a view of another shadow (views, in-place results,
+        arguments, phis, locals)."""
+        op = getattr(value, "op", None)
+        if op is None or value in self.shadow_alias or _view_source(op) is not None:
+            return True
+        return isinstance(op, (ops.Phi, ops.InplaceBinary, ops.TupleGetItem, ops.LoadLocal))
 
     def rv_inplace(self, op: ops.InplaceBinary) -> None:
         target = self.recall(op.target)

@@ -1,0 +1,90 @@
+"""Array writes whose value views the target's own memory: `x[1:] = x[:-1]` (a shift),
+`X[:, 0] = X[:, 1]`, and every `x[i][:] += v` (Python runs it as `t = x[i][:]; t += v;
+x[i][:] = t`, so the value written is the target itself). The value's shadow is then part of
+the written region's shadow: reverse mode copies that region before clearing it and sends the
+copy on (`memory._rv_setitem_array`). Before that fix every case below had a silently wrong
+gradient (zero for `x[i][:] += v`). Checked in every mode against finite differences and the
+dot-product identity."""
+
+import numba
+import numpy as np
+import pytest
+
+from moonlite.testing import check_rule
+
+
+@numba.njit
+def shifted(x, s):
+    x[1:] = s * x[:-1]
+    x[1:] = x[:-1]
+    return np.sum(x ** 2)
+
+
+@numba.njit
+def reversed_in_place(x, s):
+    x[:] = x[::-1]
+    return np.sum(x * np.arange(x.shape[0]) * s)
+
+
+@numba.njit
+def rows_and_columns(X, s):
+    X[0] += X[1]
+    X[:, 0] = X[:, 1]
+    y = X[2]
+    y += s * y
+    return np.sum(np.cos(X))
+
+
+@numba.njit
+def updated_through_a_slice(X, s):
+    X.T[:] += s
+    X[1][:] *= X[0]
+    X[2][:] -= X[2]
+    return np.sum(X ** 3)
+
+
+@numba.njit
+def rows_from_the_row_before(X, s):
+    for i in range(1, X.shape[0]):
+        X[i][:] += s * X[i - 1]
+        X[i, :] = X[i] * X[i]
+    return np.sum(X ** 2)
+
+
+@numba.njit
+def delay_line(signal, taps):
+    """An FIR filter keeping its input history in a buffer shifted at every sample, as
+    streaming filters are written."""
+    history = np.zeros(taps.shape[0])
+    out = 0.0
+    for k in range(signal.shape[0]):
+        history[1:] = history[:-1]
+        history[0] = signal[k]
+        y = np.dot(taps, history)
+        out += y * y
+    return out
+
+
+@numba.njit
+def doubled(x, s):
+    x += x
+    x *= s
+    return np.sum(np.sin(x))
+
+
+_rng = np.random.default_rng(0)
+CASES = {
+    "a shift": (shifted, lambda: (_rng.random(5), 0.7)),
+    "a reversal": (reversed_in_place, lambda: (_rng.random(5), 0.7)),
+    "rows and columns of one matrix": (rows_and_columns, lambda: (_rng.random((3, 3)), 0.7)),
+    "updates through slices": (updated_through_a_slice, lambda: (_rng.random((3, 3)), 0.7)),
+    "rows from the row before": (rows_from_the_row_before, lambda: (_rng.random((4, 3)), 0.7)),
+    "a delay line": (delay_line, lambda: (_rng.standard_normal(12), _rng.standard_normal(4))),
+    "an array added to itself": (doubled, lambda: (_rng.random(5), 0.7)),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_overlapping_writes_in_every_mode(name):
+    kernel, make_args = CASES[name]
+    check_rule(kernel, *make_args(), second_order=True)
