@@ -73,6 +73,12 @@ class ArgumentError(MoonliteError, ValueError):
     """Arguments given to a moonlite API function do not fit the function being differentiated."""
 
 
+class OverlappingWriteError(MoonliteError, ValueError):
+    """At run time, a derivative met an in-place operation whose operand overlaps its target
+    (`x[1:] += x[:-1]`), which numba computes as a recurrence no derivative rule follows
+    (`rules/overlap.py`). The message names the function and the source line."""
+
+
 class CaptureError(MoonliteError):
     """numba could not compile the function for the given arguments (typing failed)."""
 

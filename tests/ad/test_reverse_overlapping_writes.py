@@ -4,12 +4,18 @@ x[i][:] = t`, so the value written is the target itself). The value's shadow is 
 the written region's shadow: reverse mode copies that region before clearing it and sends the
 copy on (`memory._rv_setitem_array`). Before that fix every case below had a silently wrong
 gradient (zero for `x[i][:] += v`). Checked in every mode against finite differences and the
-dot-product identity."""
+dot-product identity.
+
+In-place operations on overlapping memory (`x[1:] += x[:-1]`) are another matter: numba computes
+them entry by entry, a recurrence, and every mode refuses them at run time (`rules/overlap.py`)."""
 
 import numba
 import numpy as np
 import pytest
 
+import moonlite
+from moonlite.errors import OverlappingWriteError
+from moonlite.ir import ops
 from moonlite.testing import check_rule
 
 
@@ -88,3 +94,54 @@ CASES = {
 def test_overlapping_writes_in_every_mode(name):
     kernel, make_args = CASES[name]
     check_rule(kernel, *make_args(), second_order=True)
+
+
+@numba.njit
+def running_sum_in_place(x, s):
+    x[1:] += s * x[:-1]  # a fresh right-hand side: fine
+    y = x[1:]
+    y += x[:-1]  # numba: a running sum (each entry adds the one before it, already updated)
+    return np.sum(x ** 2)
+
+
+@numba.njit
+def rows_times_the_rows_before(X):
+    X[1:, :] *= X[:-1, :]
+    return np.sum(X ** 2)
+
+
+@pytest.mark.parametrize("kernel, make_args", [
+    (running_sum_in_place, lambda: (_rng.random(5), 0.7)),
+    (rows_times_the_rows_before, lambda: (_rng.random((3, 4)),)),
+])
+def test_in_place_operations_on_overlapping_memory_are_refused_at_run_time(kernel, make_args):
+    """numba computes them as recurrences, which no derivative rule follows: every mode
+    refuses them when the arrays overlap, naming the function and the line."""
+    for derivative in (moonlite.grad(kernel, argnums=0),
+                       lambda *a: moonlite.jvp(kernel, a, _tangents(a))):
+        with pytest.raises(OverlappingWriteError) as refused:
+            derivative(*make_args())
+        message = str(refused.value)
+        assert "overlaps its target" in message and kernel.__name__ in message
+        assert "test_reverse_overlapping_writes.py:" in message and "copy the right" in message
+
+
+def _tangents(args):
+    return tuple(np.ones_like(a) if isinstance(a, np.ndarray) else 1.0 for a in args)
+
+
+@numba.njit
+def accumulate_rows(X, w):
+    acc = np.zeros(X.shape[1])
+    for i in range(X.shape[0]):
+        acc += w * X[i]
+        acc += X[i]  # a view of X: guarded, and X never overlaps acc
+    return np.sum(acc ** 2)
+
+
+def test_the_guard_passes_arrays_that_do_not_overlap():
+    check_rule(accumulate_rows, _rng.random((4, 3)), 0.5, second_order=True)
+    fn = moonlite.capture(accumulate_rows, _rng.random((4, 3)), 0.5)
+    guards = [op for op in fn.ops() if isinstance(op, ops.Call)
+              and op.callee.__name__ == "overlap_guard"]
+    assert len(guards) == 1  # the fresh `w * X[i]` needs none

@@ -27,10 +27,10 @@ import threading
 
 import numpy as np
 
-from .. import _numba as nb
 from ..errors import ArgumentError
 from ..ir.core import Function
 from ..ir.types import ArrayType
+from ..rules.overlap import may_share_memory  # noqa: F401 (api_njit imports it from here)
 from .readonly import never_written
 
 
@@ -38,30 +38,6 @@ def written_arguments(fn: Function) -> frozenset:
     """Indices of the array arguments `fn` may write into (through any view)."""
     return frozenset(i for i, a in enumerate(fn.args)
                      if isinstance(a.type, ArrayType) and not never_written(fn, a))
-
-
-@nb.njit(cache=True)
-def may_share_memory(a, b):
-    """True if the memory spans of arrays a and b overlap (numpy's may_share_memory: a bounds
-    test, so interleaved views of one buffer count as sharing)."""
-    if a.size == 0 or b.size == 0:
-        return False
-    lo_a, hi_a = _span(a)
-    lo_b, hi_b = _span(b)
-    return lo_a < hi_b and lo_b < hi_a
-
-
-@nb.njit(cache=True)
-def _span(a):
-    lo = a.ctypes.data
-    hi = lo + a.itemsize
-    for k in range(a.ndim):
-        step = (a.shape[k] - 1) * a.strides[k]
-        if step < 0:
-            lo += step
-        else:
-            hi += step
-    return lo, hi
 
 
 def emit_guards(b, values: list, written: frozenset, function_name: str,

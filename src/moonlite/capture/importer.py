@@ -36,6 +36,7 @@ from .messages import (CONTAINER_HINT, construct_of, container_construct, hint_o
                        is_container, is_string, unsupported_expr, user_type)
 from .pipeline import TypedIR
 from .record_fields import RecordFields
+from ..rules.overlap import may_view_memory, overlap_guard
 
 ir = nb.ir
 nbt = nb.types
@@ -145,11 +146,22 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
                          getattr(loc, "line", 0) or 0)
 
     def unsupported(self, construct: str, hint: str, loc=None):
+        raise self.refusal(construct, hint, loc)
+
+    def refusal(self, construct: str, hint: str, loc=None) -> UnsupportedError:
         loc = loc or self.b.loc if self.b is not None else self._loc(self.fir.loc)
-        raise UnsupportedError(
+        return UnsupportedError(
             construct, function=self.py_func.__qualname__,
             argtypes=tuple(str(t) for t in self.typed.argtypes), loc=loc, hint=hint,
             source_line=linecache.getline(loc.filename, loc.line))
+
+    def overlap_message(self) -> str:
+        """What `overlap_guard` says at run time (`rules/overlap.py`)."""
+        return str(self.refusal(
+            "an in-place operation whose right-hand side overlaps its target in memory "
+            "(`x[1:] += x[:-1]`: numba updates entry by entry, each entry seeing the ones "
+            "already updated, unlike NumPy)", "copy the right-hand side first "
+            "(`x[1:] += x[:-1].copy()`), or write the recurrence as a loop"))
 
     def _refuse_function_level_constructs(self) -> None:
         if self.fir.is_generator:
@@ -389,6 +401,8 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
             self.unsupported(f"the in-place operator {expr.fn}", "rewrite it as x = x op y")
         lhs, rhs = self._coerced_operands(expr, [expr.lhs, expr.rhs])
         if isinstance(lhs.type, ArrayType):
+            if isinstance(rhs.type, ArrayType) and rhs is not lhs and may_view_memory(rhs):
+                self.b.call(overlap_guard(self.overlap_message()), [lhs, rhs], type=none)
             return self.b.inplace(cls, lhs, rhs)
         return self.b.binary(cls, lhs, rhs, self.type_of(target),
                              checked=self._raises_on_zero(cls, lhs, rhs))
