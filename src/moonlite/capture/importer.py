@@ -36,7 +36,7 @@ from .messages import (CONTAINER_HINT, construct_of, container_construct, hint_o
                        is_container, is_string, unsupported_expr, user_type)
 from .pipeline import TypedIR
 from .record_fields import RecordFields
-from ..rules.overlap import may_view_memory, overlap_guard
+from ..rules.overlap import may_view_memory, refuse_overlap
 
 ir = nb.ir
 nbt = nb.types
@@ -156,7 +156,7 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
             source_line=linecache.getline(loc.filename, loc.line))
 
     def overlap_message(self) -> str:
-        """What `overlap_guard` says at run time (`rules/overlap.py`)."""
+        """What `refuse_overlap` says at run time (`rules/overlap.py`)."""
         return str(self.refusal(
             "an in-place operation whose right-hand side overlaps its target in memory "
             "(`x[1:] += x[:-1]`: numba updates entry by entry, each entry seeing the ones "
@@ -402,7 +402,8 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
         lhs, rhs = self._coerced_operands(expr, [expr.lhs, expr.rhs])
         if isinstance(lhs.type, ArrayType):
             if isinstance(rhs.type, ArrayType) and rhs is not lhs and may_view_memory(rhs):
-                self.b.call(overlap_guard(self.overlap_message()), [lhs, rhs], type=none)
+                message = self.b.const(self.overlap_message(), from_numba(nbt.unicode_type))
+                self.b.call(refuse_overlap, [lhs, rhs, message], type=none)
             return self.b.inplace(cls, lhs, rhs)
         return self.b.binary(cls, lhs, rhs, self.type_of(target),
                              checked=self._raises_on_zero(cls, lhs, rhs))

@@ -4,15 +4,13 @@ numba computes `t op= v` on arrays entry by entry in order, in place, without Nu
 overlapping memory: `x[1:] += x[:-1]` is a running sum in numba (each entry adds the entry
 before it, already updated) where NumPy would add the old values. No mode of moonlite follows
 that recurrence (a tangent or adjoint rule of `+=` treats the entries as independent), so
-capture puts `overlap_guard(message)(t, v)` before every in-place operation whose operand may
+capture puts `refuse_overlap(t, v, message)` before every in-place operation whose operand may
 view memory (`importer.ex_inplace_binop`): it raises `OverlappingWriteError` with capture's
 message when the two arrays share memory without being one and the same view (`x += x` and
 `x[i] += x[j]` are fine). The guard carries no derivative and writes nothing.
 """
 
 from __future__ import annotations
-
-import functools
 
 from .. import _numba as nb
 from ..errors import OverlappingWriteError
@@ -68,22 +66,19 @@ def may_view_memory(value) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=None)
-def overlap_guard(message: str):
-    """The njit function `guard(target, value)` raising `OverlappingWriteError(message)` when
-    `overlaps_elsewhere(target, value)`."""
-    scope = {"overlaps_elsewhere": overlaps_elsewhere, "OverlappingWriteError":
-             OverlappingWriteError}
-    source = ("def overlap_guard(target, value):\n"
-              "    if overlaps_elsewhere(target, value):\n"
-              f"        raise OverlappingWriteError({message!r})\n"
-              "    return None\n")
-    exec(compile(source, "<moonlite overlap guard>", "exec"), scope)
-    guard = nb.njit(cache=False)(scope["overlap_guard"])
-    register(guard, jvp=_no_tangent, adjoint=no_adjoint, reads=reads_nothing, keywords=(),
-             traits=Trait.NONE)
-    return guard
+@nb.njit(cache=True)
+def refuse_overlap(target, value, message):
+    """Raise `OverlappingWriteError(message)` if `overlaps_elsewhere(target, value)`: the guard
+    capture puts before an in-place operation (the message is capture's, naming the function
+    and the line)."""
+    if overlaps_elsewhere(target, value):
+        raise OverlappingWriteError(message)
+    return None
 
 
 def _no_tangent(b, primals, tangents, kwargs):
     return None  # a check: it returns nothing
+
+
+register(refuse_overlap, jvp=_no_tangent, adjoint=no_adjoint, reads=reads_nothing, keywords=(),
+         traits=Trait.NONE)
