@@ -42,13 +42,12 @@ def _kind(value) -> str:
 
 
 def has_float_fields(dtype) -> bool:
-    """A structured dtype of scalar fields, one of them a real float at least (what moonlite
-    differentiates: `ir.types.is_float_record`)."""
+    """A structured dtype of fields holding scalars or arrays of scalars, real floats in one of
+    them at least (what moonlite differentiates: `ir.types.is_float_record`)."""
     if dtype.names is None:
         return False
-    fields = [dtype.fields[name][0] for name in dtype.names]
-    return all(f.shape == () and f.kind in "fiub" for f in fields) and \
-        any(f.kind == "f" for f in fields)
+    fields = [dtype.fields[name][0].base for name in dtype.names]
+    return all(f.kind in "fiub" for f in fields) and any(f.kind == "f" for f in fields)
 
 
 def value_key(f, value):

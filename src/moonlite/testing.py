@@ -69,13 +69,13 @@ def _random_tangent(a, rng):
     if kind in ("record", "records"):  # random float fields, zero others
         t = zero_tangent_like(a)
         for name in _float_fields(a):
-            t[name] = rng.standard_normal(np.shape(a))
+            t[name] = rng.standard_normal(np.shape(t[name]))  # an array field: its shape too
         return t
     return None
 
 
 def _float_fields(a) -> list:
-    return [n for n in a.dtype.names if a.dtype.fields[n][0].kind == "f"]
+    return [n for n in a.dtype.names if a.dtype.fields[n][0].base.kind == "f"]
 
 
 def _record_floats(value, like) -> np.ndarray:

@@ -168,6 +168,81 @@ def pic_push(particles, ex, ey, qm, dt, steps):
     return 0.5 * np.sum(particles["vx"] ** 2 + particles["vy"] ** 2)
 
 
+ATOM = np.dtype([("mass", "f8"), ("pos", "f8", (3,)), ("vel", "f8", (3,)), ("acc", "f8", (3,)),
+                 ("species", "i4")])  # 84 bytes: array fields, a dtype that is not aligned
+
+
+@numba.njit
+def lj_accelerations(atoms, eps, sigma):
+    """Lennard-Jones forces written into each atom's `acc` field; the potential energy."""
+    for a in atoms:
+        a.acc[:] = 0.0
+    energy = 0.0
+    for i in range(atoms.shape[0]):
+        for j in range(i + 1, atoms.shape[0]):
+            d = atoms[i].pos - atoms[j].pos
+            r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
+            s6 = (sigma * sigma / r2) ** 3
+            energy += 4.0 * eps * (s6 * s6 - s6)
+            f = 24.0 * eps * (2.0 * s6 * s6 - s6) / r2
+            atoms[i].acc[:] += f * d / atoms[i].mass
+            atoms[j]["acc"][:] -= f * d / atoms[j].mass
+    return energy
+
+
+@numba.njit
+def lj_verlet(atoms, eps, sigma, dt, steps):
+    """Velocity Verlet for atoms kept in a structured array with 3-vector fields (position,
+    velocity, acceleration), as molecular-dynamics codes in Python keep them: half kicks and
+    drifts through the fields, forces by a helper; the total energy at the end."""
+    lj_accelerations(atoms, eps, sigma)
+    for _ in range(steps):
+        for a in atoms:
+            a.vel[:] += 0.5 * dt * a.acc
+            a.pos[:] += dt * a.vel
+        potential = lj_accelerations(atoms, eps, sigma)
+        for a in atoms:
+            a.vel[:] += 0.5 * dt * a.acc
+    kinetic = 0.0
+    for a in atoms:
+        kinetic += 0.5 * a.mass * np.sum(a.vel ** 2)
+    return kinetic + potential
+
+
+def _atoms():
+    rng = _rng(26)
+    a = np.zeros(4, dtype=ATOM)
+    a["mass"] = [1.0, 1.5, 1.0, 2.0]
+    a["pos"] = np.array([[0.0, 0.0, 0.0], [1.1, 0.1, 0.0], [0.1, 1.2, 0.1], [1.0, 1.1, 0.9]])
+    a["vel"] = rng.uniform(-0.2, 0.2, (4, 3))
+    return a
+
+
+@numba.njit
+def spring_lattice(state, dt, steps):
+    """A chain of springs whose whole state is one record holding arrays (`x`, `v` of shape
+    (n, 2), and the stiffness): symplectic Euler through views of the record's array fields."""
+    x, v = state["x"], state["v"]
+    n = x.shape[0]
+    for _ in range(steps):
+        for i in range(n):
+            for c in range(2):
+                left = x[i - 1, c] if i > 0 else 0.0
+                right = x[i + 1, c] if i < n - 1 else 0.0
+                v[i, c] += dt * state.k * (left + right - 2.0 * x[i, c])
+        x += dt * v
+    return 0.5 * np.sum(v ** 2) + 0.5 * state.k * np.sum((x[1:] - x[:-1]) ** 2)
+
+
+def _lattice():
+    lattice = np.dtype([("x", "f8", (5, 2)), ("v", "f8", (5, 2)), ("k", "f8")])
+    state = np.zeros(1, dtype=lattice)[0]
+    state["x"] = _rng(27).uniform(-0.5, 0.5, (5, 2))
+    state["v"] = _rng(28).uniform(-0.5, 0.5, (5, 2))
+    state["k"] = 1.7
+    return state
+
+
 def _pic_particles():
     p = np.zeros(5, dtype=PIC_PARTICLE)
     p["x"] = [0.3, 1.4, 2.6, 3.5, 0.8]
@@ -570,6 +645,10 @@ CASES = [
     ConstructCase("pic_push", "a PIC push over particles in a structured array",
                   pic_push, lambda: (_pic_particles(), _rng(24).uniform(-1.0, 1.0, (3, 4)),
                                      _rng(25).uniform(-1.0, 1.0, (3, 4)), 0.8, 0.1, 3)),
+    ConstructCase("lj_verlet", "records with 3-vector fields, read and written (MD)",
+                  lj_verlet, lambda: (_atoms(), 0.3, 0.9, 0.01, 3)),
+    ConstructCase("spring_lattice", "one record holding the state arrays", spring_lattice,
+                  lambda: (_lattice(), 0.05, 4)),
     ConstructCase("morse_energy", "record argument, r['f'] and r.f", morse_energy,
                   lambda: (_rng(1).uniform(0.8, 1.6, 5),
                            np.array([(2.0, 1.3, 1.1)], dtype=SITE)[0])),

@@ -2,7 +2,8 @@
 structured array it allocates from what is in scope (fields of entries written by key and by
 attribute, an int field too), updates it in place (a for loop over its records, a whole field
 written through its view) and reduces it to a float (a whole-field sum, or a loop reading the
-fields of each entry).
+fields of each entry). A third dtype has a field holding an array (`('v', 'f8', (3,))`),
+written and read by entry, by element and as the `(n, 3)` view of every entry's.
 
 Like `gen_lists.py`, the block draws from its own random stream (`rng`) and reads names only:
 a seed's kernel without the "records" group is the same text as before the group existed. Its
@@ -15,12 +16,13 @@ from __future__ import annotations
 RECORD_FEATURES = frozenset({
     "record_field_write", "record_attr_write", "record_int_field", "record_iterate_write",
     "record_whole_field_write", "record_whole_field_read", "record_field_read",
-    "record_unaligned",
+    "record_unaligned", "record_array_field",
 })
 
 _DTYPES = {
     "aligned": "[('x', 'f8'), ('w', 'f8'), ('k', 'i8')]",
     "unaligned": "[('x', 'f8'), ('w', 'f8'), ('on', '?')]",
+    "vector": "[('x', 'f8'), ('v', 'f8', (3,)), ('w', 'f8')]",
 }
 _MAPS = ("np.sin({v}) * {f}", "{v} * {v} + {f}", "np.tanh({v} + {f})", "{v} * {f} - 0.5")
 
@@ -36,6 +38,8 @@ def record_block(rng, scope, fresh, emit, features: set, prelude: list, indent: 
     table = fresh("tb")
     _fill(rng, scope, f, table, dtype, kind, emit, features, indent)
     _update(rng, f, table, emit, features, indent)
+    if kind == "vector":
+        _vectors(rng, f, table, emit, features, indent)
     out = fresh("r")
     _reduce(rng, table, out, emit, features, indent)
     return out
@@ -50,7 +54,7 @@ def _fill(rng, scope, f, table, dtype, kind, emit, features, indent) -> None:
     emit(indent + 1, f"{table}[i]['x'] = {rng.choice(_MAPS).format(v=source, f=f)}")
     features.add("record_attr_write")
     emit(indent + 1, f"{table}[i].w = 0.5 * {f} + 0.25 * i")
-    if rng.random() < 0.5:
+    if rng.random() < 0.5 and kind != "vector":
         features.add("record_int_field")
         flag = "k" if kind == "aligned" else "on"
         value = "i" if kind == "aligned" else "i % 2 == 0"
@@ -66,6 +70,20 @@ def _update(rng, f, table, emit, features, indent) -> None:
     if rng.random() < 0.5:
         features.add("record_whole_field_write")
         emit(indent, f"{table}['w'][:] = np.sin({table}['x']) * {f}")
+
+
+def _vectors(rng, f, table, emit, features, indent) -> None:
+    """The array field: filled from the entry's floats, updated in place, folded back."""
+    features.add("record_array_field")
+    emit(indent, f"for i in range(len({table})):")
+    emit(indent + 1, f"{table}[i].v[:] = {table}[i].x * np.arange(1.0, 4.0) + {f}")
+    emit(indent + 1, f"{table}[i]['v'][1] *= {table}[i].w")
+    if rng.random() < 0.5:
+        emit(indent, f"for rec in {table}:")
+        emit(indent + 1, f"rec.v[:] += {f} * rec.w")
+        emit(indent + 1, "rec.x += 0.1 * np.sum(np.sin(rec.v))")
+    else:
+        emit(indent, f"{table}['w'][:] += np.sum(np.sin({table}['v']), axis=1)")
 
 
 def _reduce(rng, table, out, emit, features, indent) -> None:

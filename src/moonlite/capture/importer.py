@@ -454,6 +454,8 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
             return self.b.tuple_getitem(base, base.type.fields.index(expr.attr))
         if expr.attr == "flat" and isinstance(t, nbt.NumpyFlatType):
             return st.FlatIterator(self.value(expr.value), from_numba(t))
+        if self._is_record(expr.value):
+            return self.read_record_field(self.value(expr.value), expr.attr, target)
         return self.b.getattr(self.value(expr.value), expr.attr, from_numba(t))
 
     def ex_getitem(self, expr, target):
@@ -461,7 +463,7 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
         key = self.typemap.get(expr.index.name)
         if isinstance(key, nbt.StringLiteral) and self._is_record(expr.value):
             # r['a'] with 'a' in a variable numba knows: the field read r.a
-            return self.b.getattr(self.value(expr.value), key.literal_value, self.type_of(target))
+            return self.read_record_field(self.value(expr.value), key.literal_value, target)
         if isinstance(key, nbt.StringLiteral) and self.is_record_array_var(expr.value):
             return self.field_of_records(self.value(expr.value), key.literal_value, target)
         if isinstance(base, GrowingList):
@@ -482,7 +484,7 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
             return self._list_entry(base, expr.index)
         if isinstance(expr.index, str) and self._is_record(expr.value):
             # r['a'] is r.a (a field read; records.py for their derivatives)
-            return self.b.getattr(self.value(expr.value), expr.index, self.type_of(target))
+            return self.read_record_field(self.value(expr.value), expr.index, target)
         if isinstance(expr.index, str) and self.is_record_array_var(expr.value):
             return self.field_of_records(self.value(expr.value), expr.index, target)
         if isinstance(base, Value) and isinstance(base.type, TupleType) \

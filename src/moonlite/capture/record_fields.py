@@ -16,7 +16,8 @@ from __future__ import annotations
 from .. import _numba as nb
 from ..ir.core import Value
 from ..ir.types import OpaqueType, from_numba, none
-from ..rules.records import field_setter, field_view_of, write_field_through_view
+from ..rules.records import (array_field_of, field_setter, field_view_of, is_array_field,
+                             write_field_through_view)
 
 nbt = nb.types
 
@@ -37,11 +38,23 @@ class RecordFields:
             return self._unsupported_stmt(stmt)
         self.write_record_field(self.value(stmt.target), stmt.attr, self.value(stmt.value))
 
+    def read_record_field(self, record: Value, name: str, target) -> Value:
+        """`r.a` or `r['a']`: a field read, or for a field holding an array the ordinary array
+        viewing it (`array_field`)."""
+        record_type = record.type.numba_type
+        if not is_array_field(record_type, name):
+            return self.b.getattr(record, name, self.type_of(target))
+        read, array_type = array_field_of(record_type, name)
+        return self.b.call(read, [record], type=array_type)
+
     def write_record_field(self, record: Value, name: str, value: Value) -> None:
         record_type = record.type.numba_type if isinstance(record.type, OpaqueType) else None
         if record_type is None or name not in getattr(record_type, "fields", {}):
             self.unsupported(f"writing field {name!r} of {record.type}",
                              "write a field the record's dtype has")
+        if is_array_field(record_type, name):  # `r.pos = v` copies v into the field's array
+            whole = self.b.build_slice(*(self.b.const(None, none) for _ in range(3)))
+            return self.b.setitem(self.read_record_field(record, name, None), whole, value)
         value = self._coerce(value, from_numba(record_type.typeof(name)))
         if not write_field_through_view(self.b, record, name, value):
             self.b.call(field_setter(name), [record, value], type=none)

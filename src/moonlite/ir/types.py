@@ -234,6 +234,8 @@ def from_numba(t) -> Type:
         return none
     if isinstance(t, nbt.Array) and not isinstance(t, nbt.Record) and type(t) is nbt.Array:
         return ArrayType(from_numba(t.dtype), t.ndim, t.layout, not t.mutable)
+    if isinstance(t, nbt.NestedArray):  # a record's array field: capture reads it as an array
+        return ArrayType(from_numba(t.dtype), t.ndim, "C")
     if isinstance(t, nbt.BaseNamedTuple):
         return NamedTupleType(tuple(from_numba(e) for e in t.types), t)
     if isinstance(t, nbt.BaseTuple):
@@ -261,14 +263,19 @@ def is_record(t: Type) -> bool:
 
 
 def is_float_record(t: Type) -> bool:
-    """A numpy record (one entry of a structured array) whose fields are scalars, one of them a
-    real float at least: its float fields carry derivatives, its tangent is a record of the same
-    type (integer and bool fields of a tangent are unused)."""
+    """A numpy record (one entry of a structured array) whose fields are scalars or arrays of
+    scalars (`('pos', 'f8', (3,))`, numba's NestedArray), one of them real floats at least: its
+    float fields carry derivatives, its tangent is a record of the same type (integer and bool
+    fields of a tangent are unused)."""
     if not (isinstance(t, OpaqueType) and isinstance(t.numba_type, nbt.Record)):
         return False
-    fields = [field.type for field in t.numba_type.fields.values()]
+    fields = [_scalar_of_field(field.type) for field in t.numba_type.fields.values()]
     scalar = all(isinstance(f, (nbt.Float, nbt.Integer, nbt.Boolean)) for f in fields)
     return scalar and any(isinstance(f, nbt.Float) for f in fields)
+
+
+def _scalar_of_field(t):
+    return t.dtype if isinstance(t, nbt.NestedArray) else t
 
 
 def is_record_array(t: Type) -> bool:

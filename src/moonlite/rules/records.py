@@ -160,6 +160,48 @@ def field_view_of(record_type, name: str):
     return field_view(name, field_is_aligned(record_type, name))
 
 
+@nb.intrinsic
+def as_plain_array(typingctx, nested):
+    """A field holding an array (numba's NestedArray, whose shape is part of its type) typed as
+    an ordinary C-contiguous array viewing the same bytes: the data models are one, and every
+    pass of moonlite knows arrays. Typed aligned as numba types the NestedArray itself, also in
+    records whose dtype is not aligned."""
+    if not isinstance(nested, nb.types.NestedArray):
+        return None
+    result = nb.types.Array(nested.dtype, nested.ndim, "C")
+
+    def codegen(context, builder, signature, args):
+        return nb.impl_ret_borrowed(context, builder, signature.return_type, args[0])
+
+    return result(nested), codegen
+
+
+@functools.lru_cache(maxsize=None)
+def array_field(name: str):
+    """The njit function `read(r)` returning field `name` of the record `r` when that field
+    holds an array (`('pos', 'f8', (3,))`): an ordinary array viewing the record's bytes. Like
+    `field_view`, it is linear and a view of its argument: a tangent record's field is its
+    tangent, and reverse mode makes the same view of the record's shadow its shadow, so reads
+    and writes through it are ordinary array reads and writes in every mode."""
+    read = _njit_from_source(f"def array_field(r):\n    return as_plain_array(r[{name!r}])\n",
+                             "array_field", f"array field {name!r}",
+                             as_plain_array=as_plain_array)
+    register(read, jvp=linear_call(read), adjoint=no_adjoint, reads=reads_nothing,
+             keywords=(), traits=AXES_VIEW | VIEW)
+    return read
+
+
+def array_field_of(record_type, name: str):
+    """The reader of the array field `name` of records of numba type `record_type`, and the
+    moonlite type it returns."""
+    nested = record_type.typeof(name)
+    return array_field(name), ArrayType(from_numba(nested.dtype), nested.ndim, "C")
+
+
+def is_array_field(record_type, name: str) -> bool:
+    return isinstance(record_type.typeof(name), nb.types.NestedArray)
+
+
 @functools.lru_cache(maxsize=None)
 def field_setter(name: str):
     """The njit function `set(record, value)` doing `record[name] = value`, for records that

@@ -13,8 +13,8 @@ import numpy as np
 
 from ...ir import ops
 from ...ir.clone import clone_op
-from ...ir.core import Block, Op, Value
-from ...ir.types import ArrayType, TupleType, int64, is_record_like
+from ...ir.core import Argument, Block, Op, Value
+from ...ir.types import ArrayType, TupleType, int64, is_float_record, is_record_like
 from ...rules.operands import name_of as _name
 from ...ir.traits import AXES_VIEW
 from ..opinfo import (positional as _positional,
@@ -24,6 +24,7 @@ from ..refusals import refusal
 from .types import (Entry, has_adjoint as _has_adjoint, has_shadow,
                     is_float_array as _is_float_array, writable as _writable)
 from .keep import How, Kept, Saved, ShadowOf
+from .reads import record_source
 
 
 class ForwardSweep:
@@ -137,9 +138,14 @@ class ForwardSweep:
         if isinstance(op, ops.TupleGetItem):  # the array in the tuple: its shadow is the entry's
             return self.shadows.get(Entry(op.tuple, op.index))
         source = _view_source(op)
-        if source is None or source not in self.shadows:
+        if source is not None and is_float_record(source.type):
+            src_shadow = self._record_shadow(source, op)
+        elif source is None or source not in self.shadows:
             return None
-        src_shadow = self.shadows[source]
+        else:
+            src_shadow = self.shadows[source]
+        if src_shadow is None:
+            return None
         if isinstance(op, ops.GetItem):
             return self.b.getitem(src_shadow, self.values[op.index])
         if isinstance(op, ops.GetAttr):
@@ -149,6 +155,24 @@ class ForwardSweep:
                                {k: self.values[v] for k, v in op.keywords.items()})
         args = [self.values[a] for a in op.positional]
         return self.b.method_call(op.method, src_shadow, args)
+
+    def _record_shadow(self, record: Value, op: Op) -> Optional[Value]:
+        """In the forward sweep: the shadow record of a record an array field is read from
+        (`array_field`): entry 0 of a record argument's one-entry shadow, or `shadow[i]` for a
+        record read as `p[i]`; None for constant data."""
+        if isinstance(record, Argument):
+            holder, index = self.shadows.get(record), self.b.const(0, int64)
+        else:
+            source = record_source(record)
+            if source is None:
+                if record not in self.varied:
+                    return None
+                raise self.unsupported(op, "reading an array field of a record that is not "
+                                       f"read from a structured array here ({record.type}) in "
+                                       "reverse mode",
+                                       "read fields as p[i]['a'] of a structured array p")
+            holder, index = self.shadows.get(source.value), self.values[source.index]
+        return None if holder is None else self.b.getitem(holder, index, type=record.type)
 
     def fw_setitem(self, op: ops.SetItem) -> None:
         # save what the write overwrites, so the pullback can restore it
