@@ -45,6 +45,7 @@ import numpy as np
 
 from .gen_lists import LIST_FEATURES, list_block
 from .gen_records import RECORD_FEATURES, record_block
+from .gen_slices import SLICE_FEATURES, slice_block
 
 MAX_EXPR_DEPTH = 2
 MAX_BLOCK_DEPTH = 2
@@ -662,7 +663,7 @@ WIDE_FEATURES = frozenset({
     "sentinel_min", "sentinel_array", "softmin_exp", "softmin_log", "softmin_tuple",
     # powers: x ** 0.0 and x ** float(i) with x possibly exactly 0; smooth x ** y
     "pow_zero", "pow_loop_exponent", "pow_var",
-}) | LIST_FEATURES | RECORD_FEATURES
+}) | LIST_FEATURES | RECORD_FEATURES | SLICE_FEATURES
 
 
 # groups of constructs; each wide kernel writes those of a random subset ("swarm testing": a
@@ -670,6 +671,7 @@ WIDE_FEATURES = frozenset({
 WIDE_GROUPS = ("kw", "namedtuple", "jitclass", "axis", "tuple_array", "fill", "matrix", "mask",
                "sentinel", "pow")
 WIDE_GROUP_CHANCE = 0.35
+_OWN_STREAMS = ("lists", "records", "slices")  # groups drawing from random streams of their own
 
 
 class _WideGen(_Gen):
@@ -727,6 +729,7 @@ class _WideGen(_Gen):
         # the text they were before it existed
         self.lists_rng = random.Random(f"moonlite-fuzz-wide-lists-{seed}")
         self.records_rng = random.Random(f"moonlite-fuzz-wide-records-{seed}")  # likewise
+        self.slices_rng = random.Random(f"moonlite-fuzz-wide-slices-{seed}")  # likewise
 
     # ---- the module
     def source(self) -> tuple:
@@ -736,6 +739,8 @@ class _WideGen(_Gen):
             self.groups |= {"lists"}
         if self.records_rng.random() < WIDE_GROUP_CHANCE:
             self.groups |= {"records"}
+        if self.slices_rng.random() < WIDE_GROUP_CHANCE:
+            self.groups |= {"slices"}
         self.n = self.r.randint(2, 5)
         for index in range(self.r.choice([1, 1, 2])):
             self.helper(index)
@@ -745,7 +750,7 @@ class _WideGen(_Gen):
         fixed = {k: tuple(v) for k, v in self.fixed.items()}
         text = (f"# moonlite fuzz kernel, wide profile, seed {self.seed}\n"
                 f"# construct groups: "
-                f"{', '.join(g for g in WIDE_GROUPS + ('lists', 'records') if g in self.groups)}\n"
+                f"{', '.join(g for g in WIDE_GROUPS + _OWN_STREAMS if g in self.groups)}\n"
                 + WIDE_HEADER
                 + "# argument entries (flat indices) the checker sets to exactly 0.0 and never "
                   "moves\n" + f"FIXED_ZEROS = {fixed!r}\n\n\n")
@@ -1444,6 +1449,9 @@ class _WideGen(_Gen):
         targets = [acc] + floats
         for _ in range(self.r.randint(3, 5)):
             self.stmt(s, 1, 0, targets)
+        if "slices" in self.groups and (s.arrays or s.mats):
+            made = slice_block(self.slices_rng, s, self.fresh, self.emit, self.features)
+            self.emit(1, f"{acc} += {made}")
         if "lists" in self.groups:
             made = list_block(self.lists_rng, s, self.fresh, self.emit, self.features)
             self.emit(1, f"{acc} += {made}")
