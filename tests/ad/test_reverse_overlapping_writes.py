@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import moonlite
+from moonlite.driver import derived_reverse_rule
 from moonlite.errors import OverlappingWriteError
 from moonlite.ir import ops
 from moonlite.ir.parser import parse_function
@@ -148,3 +149,26 @@ def test_the_guard_passes_arrays_that_do_not_overlap():
               and op.callee is refuse_overlap]
     assert len(guards) == 1  # the fresh `w * X[i]` needs none
     assert str(parse_function(str(fn))) == str(fn)  # the guard's message prints and reads back
+
+
+@numba.njit
+def rows_gathered(Y, X, order, s):
+    for i in range(Y.shape[0]):
+        Y[i, :] = X[order[i]]  # a view of another argument: its shadow is apart, no copy
+    for i in range(1, Y.shape[0]):
+        Y[i][:] += s * Y[i - 1]  # the row written with itself: copied
+    return np.sum(np.sin(Y) * Y)
+
+
+def _copies(fn) -> int:
+    return sum(1 for op in fn.ops() if isinstance(op, ops.MethodCall) and op.method == "copy")
+
+
+def test_a_written_region_is_copied_only_where_the_value_may_share_its_shadow():
+    args = (np.zeros((4, 3)), _rng.random((5, 3)), np.array([4, 0, 2, 2]), 0.6)
+    check_rule(rows_gathered, *args, second_order=True)
+    rule = derived_reverse_rule(rows_gathered, tuple(numba.typeof(a) for a in args))
+    # three saves in the sweep (the row the gather overwrites; for the row update, the row
+    # before `+=` and before the write back) and one copy in the pullback, for the row written
+    # with itself; copying the gathered row's region too would make five
+    assert _copies(rule.ir) == 4

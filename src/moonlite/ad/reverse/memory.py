@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...ir import ops
 from ...ir.core import Argument, Op
-from ...ir.types import ArrayType, BoolType, TupleType, int64, is_float_record, none
+from ...ir.types import ArrayType, BoolType, TupleType, int64, is_float_record, is_record, none
 from ...rules.custom import lookup_custom
 from ...rules.registry import ANY_KEYWORD, lookup as _lookup
 from ...rules.strong_zeros import strong_product
@@ -112,7 +112,7 @@ class MemoryAdjoints:
         if not _has_adjoint(op.value.type):
             self.b.setitem(shadow, index, self.b.const(0.0, op.target.type.dtype))
             return
-        shared = self._may_share_shadow(op.value)
+        shared = self._may_share_shadow(op.value, op.target)
         if shared:
             written = self.b.method_call("copy", written, [])
         else:
@@ -121,14 +121,30 @@ class MemoryAdjoints:
         if shared:
             self.send(op.value, written)
 
-    def _may_share_shadow(self, value) -> bool:
-        """False when `value`'s shadow is an array of its own (the result of arithmetic, a
-        call, a copy), True when it may be a view of another shadow (views, in-place results,
-        arguments, phis, locals)."""
-        op = getattr(value, "op", None)
-        if op is None or value in self.shadow_alias or _view_source(op) is not None:
-            return True
-        return isinstance(op, (ops.Phi, ops.InplaceBinary, ops.TupleGetItem, ops.LoadLocal))
+    def _may_share_shadow(self, value, target) -> bool:
+        """False when the shadows of `value` and of the array `target` are surely apart: both
+        lead back through views to different arrays whose shadows are their own (arguments,
+        results of arithmetic or of allocating calls). True for one array (`x[1:] = x[:-1]`)
+        or where a shadow may view another's (phis, in-place results, locals, tuple entries)."""
+        value_root, target_root = self._shadow_root(value), self._shadow_root(target)
+        return value_root is target_root or not (_own_shadow(value_root)
+                                                 and _own_shadow(target_root))
+
+    def _shadow_root(self, v):
+        """The array whose shadow `v`'s shadow is a view of: views followed to their sources,
+        a record `p[i]` to `p`, an in-place result to its target."""
+        while True:
+            if v in self.shadow_alias:
+                v = self.shadow_alias[v]
+                continue
+            op = getattr(v, "op", None)
+            if isinstance(op, ops.GetItem) and is_record(op.result.type):
+                v = op.value
+                continue
+            source = None if op is None else _view_source(op)
+            if source is None:
+                return v
+            v = source
 
     def rv_inplace(self, op: ops.InplaceBinary) -> None:
         target = self.recall(op.target)
@@ -236,3 +252,9 @@ def _unread_keywords(registered, op: Op) -> tuple:
     if not unread and len(_positional(op)) + len(op.kwnames) > 2:
         return tuple(op.kwnames)
     return unread
+
+
+def _own_shadow(root) -> bool:
+    """An array whose shadow is its own, not possibly a view of another's."""
+    return not isinstance(getattr(root, "op", None),
+                          (ops.Phi, ops.InplaceBinary, ops.TupleGetItem, ops.LoadLocal))
