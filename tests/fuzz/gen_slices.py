@@ -64,5 +64,5 @@ def _delay_line(rng, a, c, out, fresh, emit, features, indent) -> None:
     emit(indent, f"{h} = np.zeros({rng.choice([2, 3])})")
     emit(indent, f"for k in range(len({a})):")
     emit(indent + 1, f"{h}[1:] = {h}[:-1]")
-    emit(indent + 1, f"{h}[0] = {a}[k] + {c}")
+    emit(indent + 1, f"{h}[0] = np.tanh({a}[k]) + {c}")  # bounded: the kernel may grow {a}
     emit(indent + 1, f"{out} += {h}[0] * {h}[-1]")
