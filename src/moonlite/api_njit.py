@@ -25,7 +25,8 @@ from . import _numba as nb
 from .api_calls import _jvp_dispatcher, jvp
 from .api_higher import _plain_hvp_dispatcher, hvp
 from .api_reverse import parameter_names, refuse_complex, vjp
-from .ad.guards import aliasing_message, may_share_memory
+from .ad.guards import aliasing_message
+from .rules.overlap import may_share_memory
 from .api import compile_lock
 from .driver import derived_reverse_split
 from .errors import ArgumentError

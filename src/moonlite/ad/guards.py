@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import ArgumentError
 from ..ir.core import Function
 from ..ir.types import ArrayType
-from ..rules.overlap import may_share_memory  # noqa: F401 (api_njit imports it from here)
+from ..rules.overlap import may_share_memory
 from .readonly import never_written
 
 

@@ -111,6 +111,11 @@ def _adder_jvp(adder):
     return rule
 
 
+def _same_value(context, builder, signature, args):
+    """The codegen of intrinsics that only change an array's type (the data models are one)."""
+    return nb.impl_ret_borrowed(context, builder, signature.return_type, args[0])
+
+
 @nb.intrinsic
 def as_aligned(typingctx, view):
     """`view` itself, typed aligned. numba types a field of a structured array whose dtype was
@@ -121,11 +126,7 @@ def as_aligned(typingctx, view):
     if not isinstance(view, nb.types.Array):
         return None
     result = nb.types.Array(view.dtype, view.ndim, view.layout, readonly=not view.mutable)
-
-    def codegen(context, builder, signature, args):
-        return nb.impl_ret_borrowed(context, builder, signature.return_type, args[0])
-
-    return result(view), codegen
+    return result(view), _same_value
 
 
 def field_is_aligned(record_type, name: str) -> bool:
@@ -169,11 +170,7 @@ def as_plain_array(typingctx, nested):
     if not isinstance(nested, nb.types.NestedArray):
         return None
     result = nb.types.Array(nested.dtype, nested.ndim, "C")
-
-    def codegen(context, builder, signature, args):
-        return nb.impl_ret_borrowed(context, builder, signature.return_type, args[0])
-
-    return result(nested), codegen
+    return result(nested), _same_value
 
 
 @functools.lru_cache(maxsize=None)
@@ -217,11 +214,19 @@ def field_setter(name: str):
     return setter
 
 
+def record_source(record):
+    """The op `p[i]` reading the record `record` out of a structured array, or None."""
+    op = getattr(record, "op", None)
+    if isinstance(op, ops.GetItem) and isinstance(op.value.type, ArrayType):
+        return op
+    return None
+
+
 def write_field_through_view(b, record, name: str, value) -> bool:
     """Emit `field_view(name)(p)[i] = value` for a record read as `p[i]` (True), else emit
     nothing (False)."""
-    source = getattr(record, "op", None)
-    if not (isinstance(source, ops.GetItem) and isinstance(source.value.type, ArrayType)):
+    source = record_source(record)
+    if source is None:
         return False
     array = source.value
     record_type = record.type.numba_type

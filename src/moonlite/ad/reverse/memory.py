@@ -17,7 +17,7 @@ from ..opinfo import (describe as _describe,
                      positional as _positional, primitive as _primitive)
 from ...rules.records import field_adder
 from .helpers import masked_add, scatter_add
-from .reads import record_source
+from ...rules.records import record_source
 from .types import (Entry, has_adjoint as _has_adjoint, is_float as _is_float,
                             is_float_array as _is_float_array)
 from .sweep import _advanced_index, _shadow_item_type, _view_source

@@ -28,6 +28,7 @@ from ...ir.types import ArrayType, BoolType, FloatType, IntType, is_float_record
 from ...rules import RuleNotApplicable, lookup_jvp
 from ...rules.registry import lookup_field
 from ...rules.custom import lookup_custom
+from ...rules.records import record_source
 from ..opinfo import (is_math_call, keyword_values as _keyword_values,
                      positional as _positional, primitive as _primitive)
 from ..readonly import never_written, value_users
@@ -69,14 +70,6 @@ def reads(op: Op) -> set:
     if registered is not None:
         return registered(op)
     return _elementwise_reads(op)
-
-
-def record_source(record: Value):
-    """The op `p[i]` reading the record `record` out of a structured array, or None."""
-    op = getattr(record, "op", None)
-    if isinstance(op, ops.GetItem) and isinstance(op.value.type, ArrayType):
-        return op
-    return None
 
 
 def active_operands(op: Op) -> tuple:

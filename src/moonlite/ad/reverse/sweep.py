@@ -24,7 +24,7 @@ from ..refusals import refusal
 from .types import (Entry, has_adjoint as _has_adjoint, has_shadow,
                     is_float_array as _is_float_array, writable as _writable)
 from .keep import How, Kept, Saved, ShadowOf
-from .reads import record_source
+from ...rules.records import record_source
 
 
 class ForwardSweep:
