@@ -48,6 +48,8 @@ LAYER_OF = {
     "moonlite.api_jacobians": "api",
     "moonlite.api_drivers": "api",
     "moonlite.api_calls": "api",
+    "moonlite.api_njit": "api",
+    "moonlite.api_vjp": "api",
     "moonlite.testing": "api",
     "moonlite.demo": "top",
     "moonlite": "top",  # the package's __init__: the public names

@@ -47,6 +47,8 @@ try:
     # a jitclass instance allocated without running __init__ (capture/jitclasses.py)
     from numba.experimental.jitclass.base import imp_dtor as jitclass_dtor  # noqa: F401
     from numba.experimental.jitclass.base import JitClassType  # noqa: F401
+    # the pullback `vjp` returns: a reference-counted struct, boxed for Python (api_vjp.py)
+    from numba.experimental import structref  # noqa: F401
     from numba.core.targetconfig import ConfigStack as _ConfigStack
     from numba.misc.special import prange  # noqa: F401
     from numba.np.ufunc.dufunc import DUFunc  # noqa: F401
@@ -59,9 +61,10 @@ typeof = numba.typeof
 njit = numba.njit
 intrinsic = numba.extending.intrinsic
 overload = numba.extending.overload
-models = numba.extending.models  # the pullback value of vjp inside njit code (api_njit.py)
+models = numba.extending.models
 register_model = numba.extending.register_model
 make_attribute_wrapper = numba.extending.make_attribute_wrapper
+box, unbox, NativeValue = numba.extending.box, numba.extending.unbox, numba.extending.NativeValue
 infer_getattr = numba.extending.infer_getattr
 vectorize = numba.vectorize
 literal_unroll = numba.literal_unroll

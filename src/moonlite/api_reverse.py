@@ -1,4 +1,4 @@
-"""The public reverse-mode API: `grad`, `value_and_grad`, `vjp`, `jacrev`, `build_rrule`.
+"""The public reverse-mode API: `grad`, `value_and_grad`, `build_rrule` (`vjp`: api_vjp.py).
 
 `grad(f)` and `value_and_grad(f)` return numba dispatchers (`DerivedDispatcher`): like `@njit`
 functions they specialise on the argument types of each new call, from Python or while numba
@@ -9,22 +9,20 @@ compiles a small wrapper that seeds the output's adjoint with 1 and picks the gr
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import linecache
 import numbers
 
 import numpy as np
 
-from .ad.guards import (any_shared_memory, check_aliasing, deferred_interrupts, emit_guards,
-                        private_copies)
+from .ad.guards import emit_guards
 from .ad.inline import inline_njit_calls
-from .ad.nan_retry import emit_nan_notes, has_nan
+from .ad.nan_retry import emit_nan_notes
 from .ad.reverse.types import is_float_array
 from .ad.tangents import mentions_complex
 from .api_drivers import api_dispatcher
 from .api import (ArgumentError, _check_arguments, _check_njit, _def_loc, compile_lock,
-                  copy_arguments as _copy, value_key)
+                  copy_arguments as _copy)
 from .driver import (PASS_CONTEXT, api_cached, api_entry, derived_reverse_rule,
                      derived_reverse_split)
 from .errors import UnsupportedError
@@ -179,50 +177,6 @@ def _active(types: list, nums: tuple):
     arrays = {i for i, t in enumerate(types)
               if is_float_array(t) or is_record_array(t) or is_float_record(t)}
     return None if arrays <= active else active
-
-
-def vjp(f, *primals):
-    """`(f(*primals), pullback)`; `pullback(dout)` returns one cotangent per primal (None for
-    int and bool arguments, arrays shaped like their primals).
-
-    `vjp` runs the forward sweep of `f`'s reverse rule on private copies of the arrays `f` may
-    write, and keeps what the pullback needs: scalar tapes as arrays, tapes of arrays as lists of
-    them. Once the sweep has finished, your arrays get what `f` leaves in them, as after
-    `f(*primals)` (if the sweep raises, they keep what they held). `pullback` (once) runs the
-    compiled pullback on the private state and never writes into your arrays, so you may reuse
-    them in between.
-    """
-    _check_njit(f, "vjp")
-    _check_arguments(f, primals, "vjp")
-    # looked up by cheap keys of the values, without numba's typeof or its compiler lock
-    sweep, pull = api_cached(f, ("vjp", tuple(value_key(f, p) for p in primals)),
-                             lambda: _split_rule(f, primals))
-    name = f.py_func.__qualname__
-    if sweep.written and any_shared_memory(primals):
-        check_aliasing(name, primals, sweep.written, parameter_names(f))
-    work = private_copies(primals, sweep.written)
-    guard = deferred_interrupts if sweep.state_has_lists else contextlib.nullcontext
-    with guard():
-        out, state = sweep(*work)
-    for i in sweep.written:  # what f leaves in its arguments
-        primals[i][...] = work[i]
-    used = []
-
-    def pullback(dout):
-        _check_cotangent(dout, out, f"vjp({name}) pullback")
-        if used:
-            raise ArgumentError(f"vjp({name}): this pullback was already used: call vjp again")
-        used.append(True)
-        cotangent = _as_cotangent(dout, out)
-        with guard():
-            _, grads = pull(*work, cotangent, *state)
-        if has_nan(tuple(grads)):  # again with zero-guarded products (ad/nan_retry.py)
-            argtypes = tuple(f.typeof_pyval(p) for p in primals)
-            grads = _strong_zeros_gradients(f, argtypes, work, cotangent)
-        return tuple(grads)
-
-    pullback.arguments = work  # the private arrays, restored by the pullback (moonlite.testing)
-    return out, pullback
 
 
 def _split_rule(f, primals: tuple) -> tuple:

@@ -176,7 +176,7 @@ def check_vjp(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,
               fixed: tuple = ()) -> None:
     """Check moonlite's reverse derivative of `f` at `args` (see the module docstring).
     Arguments whose index is in `fixed` are not perturbed (tolerances of iterative kernels)."""
-    from .api_reverse import vjp
+    from .api_vjp import vjp
     rng = np.random.default_rng(seed)
     expected = f(*_copy(args))
     if _kind(expected) not in ("float", "array"):

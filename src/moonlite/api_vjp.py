@@ -1,0 +1,405 @@
+"""`vjp`: the forward sweep now, a pullback to call later, compiled from Python and in njit code.
+
+`vjp(f, *primals)` runs the sweep of `f`'s split reverse rule (`driver.derived_reverse_split`)
+on private copies of the arrays `f` writes, copies what `f` leaves in them back into the
+caller's arrays, and returns `(out, pullback)`. The pullback is a reference-counted struct
+(`PullbackType`, a numba structref) holding the output, the sweep's arguments, its state (the
+tapes, never converted to Python objects) and a used flag; calling it (`pullback(dout)`) runs
+the compiled pullback once, and a second call raises.
+
+- Inside njit code `vjp` is typed through the overload below (`f` an njit function known at
+  compile time) and the pullback is a native value.
+- From Python `vjp` is one call of a dispatcher compiled per kernel (`_python_vjp`): the same
+  generated code, with the pullback boxed as a `Pullback` object that holds the struct's
+  reference. Calling it is one compiled call (`_python_call`) that also says whether the
+  gradients hold a nan; only then does Python run the zero-guarded rule (`ad/nan_retry.py`),
+  which needs the Python call. Argument checks cost nothing on this path: compiled code checks
+  what it must (aliasing, the cotangent's shape), and when a call fails the Python checks run
+  to say precisely what was wrong.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from . import _numba as nb
+from .ad.guards import (any_shared_memory, check_aliasing, deferred_interrupts, emit_guards,
+                        private_copies)
+from .ad.nan_retry import has_nan, note_nan_array, note_nan_float
+from .api import _check_arguments, _check_njit, compile_lock
+from .api_njit import _njit_function
+from .api_reverse import (_as_cotangent, _check_cotangent, _split_rule, _strong_zeros_gradients,
+                          inline_rule, parameter_names, refuse_complex)
+from .driver import api_cached, api_entry, derived_reverse_split
+from .errors import ArgumentError
+from .ir import Builder
+from .ir.types import OpaqueType, from_numba, none
+from .lower import DerivedDispatcher
+
+types, cgutils, structref = nb.types, nb.cgutils, nb.structref
+
+
+def vjp(f, *primals):
+    """`(f(*primals), pullback)`; `pullback(dout)` returns one cotangent per primal (None for
+    int and bool arguments, arrays shaped like their primals).
+
+    `vjp` runs the forward sweep of `f`'s reverse rule on private copies of the arrays `f` may
+    write, and keeps what the pullback needs. Once the sweep has finished, your arrays get what
+    `f` leaves in them, as after `f(*primals)` (if the sweep raises, they keep what they held).
+    `pullback` (once) runs the compiled pullback on the private state and never writes into
+    your arrays, so you may reuse them in between. Inside njit code `vjp` works the same way.
+
+    The first call on a kernel runs the sweep and the pullback as two compiled calls from
+    Python; from the second on, `vjp` is one call of a compiled dispatcher (`_vjp_dispatcher`),
+    which costs a compile once and microseconds per call (docs/user-guide.md).
+    """
+    caller = api_entry(f, _VJP_DISPATCHER)
+    if caller is None:
+        _check_njit(f, "vjp")
+        calls = api_cached(f, ("vjp", "calls"), lambda: [0])
+        calls[0] += 1
+        if calls[0] == 1:
+            return _first_vjp(f, primals)
+        caller = _vjp_dispatcher(f)
+    try:
+        return caller(*primals)
+    except Exception:
+        _explain_vjp_failure(f, primals)  # raises the precise error when it finds one
+        raise
+
+
+
+def _first_vjp(f, primals: tuple):
+    """`vjp` without compiling anything but the rules: the sweep and the pullback called from
+    Python, the sweep's state (tapes; lists of arrays as Python lists) held between them."""
+    _check_arguments(f, primals, "vjp")
+    sweep, pull = _split_rule(f, primals)
+    name = f.py_func.__qualname__
+    if sweep.written and any_shared_memory(primals):
+        check_aliasing(name, primals, sweep.written, parameter_names(f))
+    work = private_copies(primals, sweep.written)
+    guard = deferred_interrupts if sweep.state_has_lists else contextlib.nullcontext
+    with guard():
+        out, state = sweep(*work)
+    for i in sweep.written:  # what f leaves in its arguments
+        primals[i][...] = work[i]
+    used = []
+
+    def pullback(dout):
+        _check_cotangent(dout, out, f"vjp({name}) pullback")
+        if used:
+            raise ArgumentError(f"vjp({name}): this pullback was already used: call vjp again")
+        used.append(True)
+        cotangent = _as_cotangent(dout, out)
+        with guard():
+            _, grads = pull(*work, cotangent, *state)
+        if has_nan(tuple(grads)):  # again with zero-guarded products (ad/nan_retry.py)
+            argtypes = tuple(f.typeof_pyval(p) for p in primals)
+            grads = _strong_zeros_gradients(f, argtypes, work, cotangent)
+        return tuple(grads)
+
+    pullback.arguments = work  # the private arrays, restored by the pullback (moonlite.testing)
+    return out, pullback
+
+
+def _explain_vjp_failure(f, primals: tuple) -> None:
+    """The Python-side checks of a failed call, run only then: a wrong argument count, what
+    capture or the AD passes refuse, aliased arguments."""
+    _check_arguments(f, primals, "vjp")
+    sweep, _ = _split_rule(f, primals)
+    if sweep.written:
+        check_aliasing(f.py_func.__qualname__, primals, sweep.written, parameter_names(f))
+
+
+# --- the pullback: a structref ------------------------------------------------------------------
+
+class PullbackType(types.StructRef):
+    """The pullback of `f`'s split rule for one signature: fields `out`, `work` (the sweep's
+    arguments), `state` (its tapes) and `used`; calling it calls `pull`. `origin` is
+    `(f, argtypes)`, for the Python call's nan retry."""
+
+    def __init__(self, pull, fields, origin=None):
+        self.pull, self.origin = pull, origin
+        super().__init__(fields)
+        self.name = f"Pullback({pull.py_func.__name__}, {self._fields})"
+
+    @property
+    def key(self):
+        return self.pull, self._fields
+
+    @property
+    def out(self):
+        return self.field_dict["out"]
+
+    @property
+    def grads(self):
+        return self.pull.overloads[self.pull.signatures[0]].signature.return_type.types[1]
+
+
+structref.register(PullbackType)
+
+
+def _pullback_maker(pull, origin):
+    """An intrinsic `make(out, work, state)` returning a new PullbackType value of `pull`
+    holding references to them (`pull` is known here, not passed: a dispatcher passed as a
+    value is lowered as its address, which keeps numba from caching the caller)."""
+    @nb.intrinsic
+    def make(typingctx, out, work, state):
+        pb_type = PullbackType(pull, [("out", out), ("work", work), ("state", state),
+                                      ("used", types.boolean)], origin)
+
+        def codegen(context, builder, sig, args):
+            data_type = pb_type.get_data_type()
+            alloc_type = context.data_model_manager[data_type].get_value_type()
+            meminfo = context.nrt.meminfo_alloc_dtor(
+                builder, context.get_constant(types.uintp, context.get_abi_sizeof(alloc_type)),
+                nb.jitclass_dtor(context, builder.module, pb_type))
+            pointer = builder.bitcast(context.nrt.meminfo_data(builder, meminfo),
+                                      alloc_type.as_pointer())
+            builder.store(cgutils.get_null_value(alloc_type), pointer)
+            data = cgutils.create_struct_proxy(data_type)(context, builder, ref=pointer)
+            for name, typ, value in zip(("out", "work", "state"), sig.args, args):
+                context.nrt.incref(builder, typ, value)
+                setattr(data, name, value)
+            pb = cgutils.create_struct_proxy(pb_type)(context, builder)
+            pb.meminfo = meminfo
+            return pb._getvalue()
+        return pb_type(out, work, state), codegen
+    nb.typing_context().refresh()  # typed in a compile already running, which refreshed before
+    return make
+
+
+@nb.infer_getattr
+class _PullbackCall(nb.AttributeTemplate):
+    key = PullbackType
+
+    @nb.bound_function("__call__")
+    def resolve___call__(self, pb, args, kws):
+        if kws or len(args) != 1:
+            raise nb.numba_errors.TypingError("a vjp pullback takes one cotangent")
+        _check_cotangent_type(pb, args[0])
+        return pb.grads(*args)
+
+
+def _check_cotangent_type(pb: PullbackType, dout) -> None:
+    out = pb.out
+    if isinstance(out, types.Array):
+        fits = isinstance(dout, types.Array) and dout.dtype == out.dtype \
+            and dout.ndim == out.ndim
+        like = f"an array of {out.dtype} with {out.ndim} dimensions"
+    else:
+        fits = isinstance(dout, (types.Float, types.Integer)) and not isinstance(
+            dout, types.Boolean)
+        like = "a real number"
+    if not fits:
+        raise nb.numba_errors.TypingError(
+            f"moonlite: the cotangent of a vjp pullback must be {like} like the output, "
+            f"got {dout}")
+
+
+def _pullback_call_source(pb: PullbackType, dout) -> str:
+    work = "".join(f"work[{i}], " for i in range(len(pb.field_dict["work"])))
+    state = "".join(f", state[{i}]" for i in range(len(pb.field_dict["state"])))
+    lines = ["def call(pb, dout):"]
+    if isinstance(pb.out, types.Array):
+        lines += ["    if dout.shape != pb.out.shape:",
+                  "        raise ArgumentError('moonlite: the cotangent of a vjp pullback must "
+                  "have the shape of the output')"]
+        cotangent = "dout" if dout == pb.out else "np.ascontiguousarray(dout)"
+    else:
+        cotangent = f"np.{pb.out}(dout)"
+    lines += ["    if pb.used:",
+              "        raise ArgumentError('moonlite: this vjp pullback was already used: "
+              "call vjp again')",
+              "    pb.used = True",
+              "    work, state = pb.work, pb.state",
+              f"    return pull({work}{cotangent}{state})[1]"]
+    return "\n".join(lines)
+
+
+@nb.lower_builtin(PullbackType, PullbackType, types.Any)
+def _lower_pullback_call(context, builder, sig, args):
+    pb, dout = sig.args
+    scope = {"np": np, "pull": pb.pull, "ArgumentError": ArgumentError}
+    exec(compile(_pullback_call_source(pb, dout), "<moonlite vjp pullback>", "exec"), scope)
+    return context.compile_internal(builder, scope["call"], sig, args)
+
+
+# --- the pullback in Python ---------------------------------------------------------------------
+
+class Pullback:
+    """What `vjp` called from Python returns as its pullback: `pullback(dout)` (once) gives one
+    cotangent per primal. It holds a reference to the compiled struct, which numba frees with
+    it; passed to njit code it is that struct again."""
+
+    __slots__ = ("_type", "_meminfo", "_used")
+
+    @property
+    def _numba_type_(self):
+        return self._type
+
+    def __call__(self, dout):
+        f, _ = self._type.origin
+        if self._used:
+            raise ArgumentError(f"vjp({f.py_func.__qualname__}): this pullback was already "
+                                f"used: call vjp again")
+        if type(dout) is not float and not isinstance(dout, np.ndarray) \
+                or isinstance(dout, np.ndarray) and dout.ndim == 0:
+            dout = self._checked(dout)  # ints, numpy scalars, 0-d arrays: converted
+        pb_type = self._type
+        # a float cotangent: the compiled call found once, not through numba's typeof
+        call = pb_type.__dict__.get("float_entry") if type(dout) is float else None
+        if call is None:
+            call = _python_call(pb_type)
+        try:
+            grads, nan = call(self, dout)
+        except Exception:
+            self._checked(dout)  # raises the precise error for a wrong cotangent
+            self._used = True  # the kernel's own error: the pullback ran
+            raise
+        self._used = True
+        if type(dout) is float and "float_entry" not in pb_type.__dict__:
+            pb_type.float_entry = call.overloads[(pb_type, types.float64)].entry_point
+        if nan:  # again with zero-guarded products (ad/nan_retry.py)
+            grads = _strong_zeros_gradients(f, self._type.origin[1], self.arguments,
+                                            self._checked(dout))
+        return tuple(grads)
+
+    def _checked(self, dout):
+        """`dout` as the pullback takes it, or ArgumentError saying what is wrong with it."""
+        f, _ = self._type.origin
+        out = _out_of(self)
+        _check_cotangent(dout, out, f"vjp({f.py_func.__qualname__}) pullback")
+        return _as_cotangent(dout, out)
+
+    @property
+    def arguments(self) -> tuple:
+        """The sweep's arguments, private copies where `f` writes (restored by the pullback):
+        `moonlite.testing` checks them."""
+        return _work_of(self)
+
+
+@nb.box(PullbackType)
+def _box_pullback(typ, val, c):
+    """A `Pullback` holding the struct's reference, made without running Python code: a
+    pending Ctrl-C would be raised inside boxing, which numba does not expect (the class and
+    the type are constants of the compiled function's environment, not unpickled)."""
+    meminfo = cgutils.create_struct_proxy(typ)(c.context, c.builder, value=val).meminfo
+    boxed_meminfo = c.box(types.MemInfoPointer(types.voidptr), meminfo)
+    cls = c.env_manager.read_const(c.env_manager.add_const(Pullback))
+    pb = c.pyapi.call_function_objargs(cls, [])
+    not_used = c.pyapi.bool_from_bool(cgutils.false_bit)
+    for name, value in (("_type", c.env_manager.read_const(c.env_manager.add_const(typ))),
+                        ("_meminfo", boxed_meminfo), ("_used", not_used)):
+        c.pyapi.object_setattr_string(pb, name, value)
+    c.pyapi.decref(boxed_meminfo)
+    c.pyapi.decref(not_used)
+    return pb
+
+
+@nb.unbox(PullbackType)
+def _unbox_pullback(typ, obj, c):
+    meminfo_obj = c.pyapi.object_getattr_string(obj, "_meminfo")
+    meminfo = c.unbox(types.MemInfoPointer(types.voidptr), meminfo_obj).value
+    pb = cgutils.create_struct_proxy(typ)(c.context, c.builder)
+    pb.meminfo = meminfo
+    c.pyapi.decref(meminfo_obj)
+    return nb.NativeValue(pb._getvalue())
+
+
+def _python_call(pb_type: PullbackType):
+    """The njit function `call(pb, dout) -> (grads, a nan in them?)` the Python pullback calls
+    (one per pullback type, generated: the nan test spelled out for the gradients' types)."""
+    call = pb_type.__dict__.get("python_call")
+    if call is None:
+        tests = _nan_tests("grads", pb_type.grads) or ["False"]
+        source = f"def call(pb, dout):\n    grads = pb(dout)\n    return grads, {' or '.join(tests)}"
+        scope = {"note_nan_float": note_nan_float, "note_nan_array": note_nan_array}
+        exec(compile(source, "<moonlite vjp pullback from Python>", "exec"), scope)
+        call = pb_type.python_call = nb.njit(scope["call"])
+    return call
+
+
+def _nan_tests(expr: str, typ) -> list:
+    """Source of the tests for a nan in `expr` of numba type `typ` (floats, float arrays and
+    tuples of them; the Python retry never covered records)."""
+    if isinstance(typ, types.Float):
+        return [f"note_nan_float({expr})"]
+    if isinstance(typ, types.Array) and isinstance(typ.dtype, types.Float):
+        return [f"note_nan_array({expr})"]  # (cached: compiled once per machine)
+    if isinstance(typ, types.BaseTuple):
+        return [test for i, t in enumerate(typ) for test in _nan_tests(f"{expr}[{i}]", t)]
+    return []
+
+
+@nb.njit
+def _work_of(pb):
+    return pb.work
+
+
+@nb.njit
+def _out_of(pb):
+    return pb.out
+
+
+# --- the compiled vjp ---------------------------------------------------------------------------
+
+@nb.njit(cache=True)
+def copy_into(target, value):
+    target[...] = value
+
+
+def _vjp_dispatcher(f):
+    """The DerivedDispatcher `vjp_f(*primals) -> (out, pullback)`, derived per signature
+    (`_vjp_ir`): what the Python `vjp` calls from its second call on, and what `vjp` inside
+    njit code calls."""
+    return api_cached(f, _VJP_DISPATCHER, lambda: DerivedDispatcher(
+        f"vjp_{f.py_func.__name__}", parameter_names(f), lambda argtypes: _vjp_ir(f, argtypes),
+        bool(f.targetoptions.get("boundscheck"))))
+
+
+_VJP_DISPATCHER = ("vjp", "dispatcher")
+
+
+def _vjp_ir(f, argtypes: tuple):
+    """vjp of `f` at numba `argtypes` as one function: grad's guards (aliasing refused, private
+    copies of the arrays `f` writes; ad/guards.py), the sweep inlined, what `f` leaves in the
+    copies written back into the caller's arrays, the pullback struct made. The sweep is
+    inlined, not called: numba leaks the references a caller holds when its callee raises
+    (numba issues #1549, #10783), which would be the copies, on every call whose kernel
+    raises."""
+    with compile_lock():
+        sweep, pull = derived_reverse_split(f, argtypes)
+    refuse_complex(f, argtypes, sweep.ir)
+    names = parameter_names(f)
+    if len(names) != len(argtypes):  # a kernel taking *args
+        names = [f"argument{i}" for i in range(len(argtypes))]
+    b = Builder.new_function(f"vjp_{f.py_func.__name__}", [from_numba(t) for t in argtypes],
+                             names, none)
+    b.position_at_end(b.new_block("entry"))
+    params = list(b.function.args)
+    work = emit_guards(b, params, sweep.written, f.py_func.__qualname__)
+    result = b.call(sweep, work, type=sweep.ir.return_type)
+    out = b.tuple_getitem(result, 0)
+    for i in sorted(sweep.written):
+        b.call(copy_into, [params[i], work[i]], type=none)
+    fields = [out, b.build_tuple(work), b.tuple_getitem(result, 1)]
+    pb_type = PullbackType(pull, [(name, v.type.to_numba()) for name, v in
+                                  zip(("out", "work", "state"), fields)]
+                           + [("used", types.boolean)], (f, argtypes))
+    pb = b.call(_pullback_maker(pull, (f, argtypes)), fields, type=OpaqueType(pb_type))
+    value = b.build_tuple([out, pb])
+    b.function.return_type = value.type
+    b.ret(value)
+    return inline_rule(b.function, sweep)
+
+
+@nb.overload(vjp)
+def _vjp_in_njit(f, *primals):
+    disp = _vjp_dispatcher(_njit_function(f, "vjp"))
+
+    def impl(f, *primals):
+        return disp(*primals)
+    return impl

@@ -1,0 +1,164 @@
+"""`vjp` from Python as a compiled dispatcher (api_vjp.py): from its second call on a kernel,
+one compiled call returning the output and a pullback struct; checked against central
+differences (the dot-product identity), with the first call's checks and messages."""
+
+import math
+
+import numba
+import numpy as np
+import pytest
+
+import moonlite
+from moonlite.api_vjp import Pullback
+from moonlite.errors import ArgumentError
+
+from .helpers import central_differences
+
+
+def compiled_vjp(f, *args):
+    """`moonlite.vjp(f, *args)` on the compiled path: a first call on fresh copies if `f` has
+    never been given to vjp, then the call itself, whose pullback must be the compiled one."""
+    moonlite.vjp(f, *(a.copy() if isinstance(a, np.ndarray) else a for a in args))
+    out, pullback = moonlite.vjp(f, *args)
+    assert isinstance(pullback, Pullback)
+    return out, pullback
+
+
+@numba.njit
+def squash_in_place(x, a):
+    for i in range(x.shape[0]):
+        x[i] = math.tanh(a * x[i])
+    return x * x
+
+
+@numba.njit
+def rows_through_temporaries(W, x):
+    # a temporary array per row: the sweep's tapes hold arrays (a list of them)
+    s = 0.0
+    for i in range(W.shape[0]):
+        t = np.tanh(W[i] * x)
+        s += np.sum(t * t)
+    return s
+
+
+def test_the_dot_product_identity_holds_and_the_callers_arrays_get_what_f_leaves():
+    x = np.linspace(-1.0, 1.0, 5)
+    original = x.copy()
+    out, pullback = compiled_vjp(squash_in_place, x, 0.8)
+    np.testing.assert_allclose(x, np.tanh(0.8 * original), rtol=1e-15)  # the primal's writes
+    x[2] = 7.0  # the caller reuses its array before the pullback runs
+    rng = np.random.default_rng(0)
+    dout, tx, ta = rng.standard_normal(5), rng.standard_normal(5), 0.3
+    gx, ga = pullback(dout)
+    assert x[2] == 7.0  # the pullback works on its own copy
+    np.testing.assert_array_equal(pullback.arguments[0], original)  # which it restored
+    h = 1e-6
+    plus = squash_in_place(original + h * tx, 0.8 + h * ta)
+    minus = squash_in_place(original - h * tx, 0.8 - h * ta)
+    assert np.dot(gx, tx) + ga * ta == pytest.approx(np.dot(dout, (plus - minus) / (2 * h)),
+                                                     rel=1e-7)
+
+
+def test_tapes_of_arrays_stay_in_compiled_code_and_the_gradient_matches():
+    rng = np.random.default_rng(1)
+    W, x = rng.standard_normal((4, 3)), rng.standard_normal(3)
+    out, pullback = compiled_vjp(rows_through_temporaries, W, x)
+    assert out == pytest.approx(rows_through_temporaries(W, x))
+    gW, gx = pullback(1.0)
+    fd_W = central_differences(rows_through_temporaries, (W, x), 0)
+    fd_x = central_differences(rows_through_temporaries, (W, x), 1)
+    np.testing.assert_allclose(gW, fd_W, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(gx, fd_x, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("dout, message", [(np.ones(4), "shape \\(5,\\)"),
+                                           (np.ones(5, dtype=np.float32), "dtype float64"),
+                                           (1.0, "must have shape")])
+def test_a_wrong_cotangent_gets_the_precise_message_and_leaves_the_pullback_usable(dout,
+                                                                                   message):
+    _, pullback = compiled_vjp(squash_in_place, np.ones(5), 0.5)
+    with pytest.raises(ArgumentError, match=message):
+        pullback(dout)
+    gx, _ = pullback(np.ones(5))
+    assert gx.shape == (5,)
+
+
+@numba.njit
+def sum_cubes(x):
+    return np.sum(x ** 3)
+
+
+@pytest.mark.parametrize("dout", [2, np.float32(2.0), np.array(2.0)],
+                         ids=["int", "float32", "0-d array"])
+def test_real_cotangents_of_other_types_are_converted(dout):
+    x = np.array([1.0, -2.0, 0.5])
+    _, pullback = compiled_vjp(sum_cubes, x)
+    (g,) = pullback(dout)
+    np.testing.assert_allclose(g, 2.0 * 3 * x ** 2, rtol=1e-15)
+
+
+def test_a_pullback_runs_once():
+    _, pullback = compiled_vjp(sum_cubes, np.ones(3))
+    pullback(1.0)
+    with pytest.raises(ArgumentError, match="vjp\\(sum_cubes\\).*already used.*call vjp again"):
+        pullback(1.0)
+
+
+@pytest.mark.parametrize("args, error, message", [
+    ((np.ones(3), 1.0), ArgumentError, "too many positional arguments"),
+    ((np.ones(3, dtype=np.complex128),), moonlite.UnsupportedError, "complex")])
+def test_a_call_the_first_would_refuse_is_refused_with_its_message(args, error, message):
+    compiled_vjp(sum_cubes, np.ones(3))
+    with pytest.raises(error, match=message):
+        moonlite.vjp(sum_cubes, *args)
+
+
+@numba.njit
+def writes_first_reads_second(out, x):
+    for i in range(x.size):
+        out[i] = 2.0 * x[i]
+    return np.sum(out * x)
+
+
+def test_arguments_sharing_memory_with_a_written_array_are_refused():
+    compiled_vjp(writes_first_reads_second, np.ones(3), np.ones(3))
+    x = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(ArgumentError, match="out and x of writes_first_reads_second share"):
+        moonlite.vjp(writes_first_reads_second, x, x)
+    np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])
+
+
+@numba.njit
+def overflowing(x):
+    y = x[0]
+    for _ in range(60):
+        y = y * x[1] * 1e10  # -inf after a few steps
+    return math.tanh(min(y, 0.0)) + x[0] * x[1] ** 2
+
+
+def test_a_nan_gradient_is_computed_again_with_zero_guarded_products():
+    x = np.array([-2.0, 3.0])
+    _, pullback = compiled_vjp(overflowing, x)
+    (g,) = pullback(1.0)
+    np.testing.assert_allclose(g, [x[1] ** 2, 2 * x[0] * x[1]], rtol=1e-12)
+
+
+@numba.njit
+def vjp_in_njit(x):
+    return moonlite.vjp(sum_cubes, x)
+
+
+@numba.njit
+def pull_in_njit(pullback, dout):
+    return pullback(dout)
+
+
+def test_a_pullback_crosses_between_python_and_njit_code():
+    x = np.array([1.0, -2.0, 0.5])
+    out, pullback = vjp_in_njit(x)  # made in njit code, called from Python
+    assert out == pytest.approx(np.sum(x ** 3))
+    np.testing.assert_allclose(pullback(1.0)[0], 3 * x ** 2, rtol=1e-15)
+    _, pullback = compiled_vjp(sum_cubes, x)  # made from Python, called in njit code
+    np.testing.assert_allclose(pull_in_njit(pullback, 0.5)[0], 1.5 * x ** 2, rtol=1e-15)
+    with pytest.raises(ArgumentError, match="already used"):
+        pullback(1.0)  # the struct's flag, shared by both sides
