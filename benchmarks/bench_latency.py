@@ -155,19 +155,7 @@ def per_call() -> list:
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--hessian", action="store_true")
-    parser.add_argument("--one")
-    parser.add_argument("--api", default="grad")
-    opts = parser.parse_args()
-    sys.path.insert(0, HERE)
-    if opts.one:
-        print(json.dumps(_one(opts.one, opts.api, opts.quick)))
-        return
-    apis = ["grad"] + (["hessian"] if opts.hessian else [])
-    rows = first_calls(opts.quick, apis)
+def print_first_calls(rows: list, apis: list) -> None:
     print("## First call of a derivative (fresh process, primal already compiled)\n")
     print("| kernel | api | first call | " + " | ".join(PHASES) +
           " | unattributed | a later call | whole process | warm cache: first call |")
@@ -191,6 +179,24 @@ def main() -> None:
             print(f"\nfirst {api} call: median {np.median(w):.2f} s, largest {max(w):.2f} s; "
                   f"from a warm cache: median {np.median(warms[api]):.3f} s, largest "
                   f"{max(warms[api]):.3f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--hessian", action="store_true")
+    parser.add_argument("--one")
+    parser.add_argument("--api", default="grad")
+    parser.add_argument("--per-call", action="store_true", help="only the per-call table")
+    opts = parser.parse_args()
+    sys.path.insert(0, HERE)
+    if opts.one:
+        print(json.dumps(_one(opts.one, opts.api, opts.quick)))
+        return
+    apis = ["grad"] + (["hessian"] if opts.hessian else [])
+    rows = [] if opts.per_call else first_calls(opts.quick, apis)
+    if rows:
+        print_first_calls(rows, apis)
     print("\n## A call from Python (tiny kernel, 4 entries; microseconds)\n")
     print("| call | us |")
     print("|---|---|")
