@@ -1,17 +1,19 @@
-"""`vjp` from Python as a compiled dispatcher (api_vjp.py): from its second call on a kernel,
-one compiled call returning the output and a pullback struct; checked against central
-differences (the dot-product identity), with the first call's checks and messages."""
+"""`vjp` (api_vjp.py): its first call on a kernel (the sweep and the pullback called from
+Python) and, from the second call on, its compiled dispatcher (one call returning the output
+and a pullback struct), checked against central differences (the dot-product identity), with
+the same checks and messages."""
 
-import math
 
 import numba
 import numpy as np
 import pytest
 
 import moonlite
-from moonlite.api_vjp import Pullback
+from moonlite.api_vjp import Pullback, _first_vjp
 from moonlite.errors import ArgumentError
 
+from .ad.test_nan_retry import overflowing
+from .test_api_reverse import squash_in_place
 from .helpers import central_differences
 
 
@@ -24,11 +26,12 @@ def compiled_vjp(f, *args):
     return out, pullback
 
 
-@numba.njit
-def squash_in_place(x, a):
-    for i in range(x.shape[0]):
-        x[i] = math.tanh(a * x[i])
-    return x * x
+def vjp_by(path: str, f, *args):
+    """`vjp` the way its first call on a kernel runs it, or its compiled dispatcher."""
+    return _first_vjp(f, args) if path == "first call" else compiled_vjp(f, *args)
+
+
+PATHS = ["first call", "compiled"]
 
 
 @numba.njit
@@ -41,10 +44,11 @@ def rows_through_temporaries(W, x):
     return s
 
 
-def test_the_dot_product_identity_holds_and_the_callers_arrays_get_what_f_leaves():
+@pytest.mark.parametrize("path", PATHS)
+def test_the_dot_product_identity_holds_and_the_callers_arrays_get_what_f_leaves(path):
     x = np.linspace(-1.0, 1.0, 5)
     original = x.copy()
-    out, pullback = compiled_vjp(squash_in_place, x, 0.8)
+    out, pullback = vjp_by(path, squash_in_place, x, 0.8)
     np.testing.assert_allclose(x, np.tanh(0.8 * original), rtol=1e-15)  # the primal's writes
     x[2] = 7.0  # the caller reuses its array before the pullback runs
     rng = np.random.default_rng(0)
@@ -71,12 +75,13 @@ def test_tapes_of_arrays_stay_in_compiled_code_and_the_gradient_matches():
     np.testing.assert_allclose(gx, fd_x, rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dout, message", [(np.ones(4), "shape \\(5,\\)"),
                                            (np.ones(5, dtype=np.float32), "dtype float64"),
                                            (1.0, "must have shape")])
-def test_a_wrong_cotangent_gets_the_precise_message_and_leaves_the_pullback_usable(dout,
+def test_a_wrong_cotangent_gets_the_precise_message_and_leaves_the_pullback_usable(path, dout,
                                                                                    message):
-    _, pullback = compiled_vjp(squash_in_place, np.ones(5), 0.5)
+    _, pullback = vjp_by(path, squash_in_place, np.ones(5), 0.5)
     with pytest.raises(ArgumentError, match=message):
         pullback(dout)
     gx, _ = pullback(np.ones(5))
@@ -128,17 +133,10 @@ def test_arguments_sharing_memory_with_a_written_array_are_refused():
     np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])
 
 
-@numba.njit
-def overflowing(x):
-    y = x[0]
-    for _ in range(60):
-        y = y * x[1] * 1e10  # -inf after a few steps
-    return math.tanh(min(y, 0.0)) + x[0] * x[1] ** 2
-
-
-def test_a_nan_gradient_is_computed_again_with_zero_guarded_products():
+@pytest.mark.parametrize("path", PATHS)
+def test_a_nan_gradient_is_computed_again_with_zero_guarded_products(path):
     x = np.array([-2.0, 3.0])
-    _, pullback = compiled_vjp(overflowing, x)
+    _, pullback = vjp_by(path, overflowing, x)
     (g,) = pullback(1.0)
     np.testing.assert_allclose(g, [x[1] ** 2, 2 * x[0] * x[1]], rtol=1e-12)
 

@@ -315,7 +315,8 @@ def _python_call(pb_type: PullbackType):
     call = pb_type.__dict__.get("python_call")
     if call is None:
         tests = _nan_tests("grads", pb_type.grads) or ["False"]
-        source = f"def call(pb, dout):\n    grads = pb(dout)\n    return grads, {' or '.join(tests)}"
+        source = ("def call(pb, dout):\n    grads = pb(dout)\n"
+                  f"    return grads, {' or '.join(tests)}")
         scope = {"note_nan_float": note_nan_float, "note_nan_array": note_nan_array}
         exec(compile(source, "<moonlite vjp pullback from Python>", "exec"), scope)
         call = pb_type.python_call = nb.njit(scope["call"])
