@@ -160,3 +160,35 @@ def test_a_pullback_crosses_between_python_and_njit_code():
     np.testing.assert_allclose(pull_in_njit(pullback, 0.5)[0], 1.5 * x ** 2, rtol=1e-15)
     with pytest.raises(ArgumentError, match="already used"):
         pullback(1.0)  # the struct's flag, shared by both sides
+
+
+SITE = np.dtype([("depth", np.float64), ("width", np.float64)])
+
+
+@numba.njit
+def site_energy(x, site):
+    return site.depth * np.sum((1.0 - np.exp(-site.width * x)) ** 2)
+
+
+@numba.njit
+def vjp_of_a_record_in_njit(x, sites):
+    return moonlite.vjp(site_energy, x, sites[0])[0]
+
+
+def test_a_record_argument_keeps_the_first_calls_path_and_is_refused_inside_njit_code():
+    # the pullback would keep a pointer to the caller's record: vjp from Python keeps taking
+    # the path of its first call, whose Python pullback holds the record itself
+    x, site = np.array([0.3, 0.9]), np.array([(2.0, 1.3)], dtype=SITE)[0]
+    for _ in range(3):
+        out, pullback = moonlite.vjp(site_energy, x, site)
+        gx, gsite = pullback(1.0)
+    assert not isinstance(pullback, Pullback)
+    np.testing.assert_allclose(gx, central_differences(site_energy, (x, site)), rtol=1e-6)
+    h = 1e-6
+    plus, minus = site.copy(), site.copy()
+    plus["width"] += h
+    minus["width"] -= h
+    assert gsite["width"] == pytest.approx(
+        (site_energy(x, plus) - site_energy(x, minus)) / (2 * h), rel=1e-6)
+    with pytest.raises(moonlite.UnsupportedError, match="record argument"):
+        vjp_of_a_record_in_njit(x, np.array([(2.0, 1.3)], dtype=SITE))

@@ -33,7 +33,7 @@ from .api_njit import _njit_function
 from .api_reverse import (_as_cotangent, _check_cotangent, _split_rule, _strong_zeros_gradients,
                           inline_rule, parameter_names, refuse_complex)
 from .driver import api_cached, api_entry, derived_reverse_split
-from .errors import ArgumentError
+from .errors import ArgumentError, UnsupportedError
 from .ir import Builder
 from .ir.types import OpaqueType, from_numba, none
 from .lower import DerivedDispatcher
@@ -66,8 +66,26 @@ def vjp(f, *primals):
     try:
         return caller(*primals)
     except Exception:
+        if any(map(_is_record_value, primals)):  # the dispatcher takes none (_vjp_ir)
+            return _first_vjp(f, primals)
         _explain_vjp_failure(f, primals)  # raises the precise error when it finds one
         raise
+
+
+def _is_record_value(value) -> bool:
+    if isinstance(value, tuple):
+        return any(map(_is_record_value, value))
+    return isinstance(value, np.void)
+
+
+def _holds_record(t) -> bool:
+    if isinstance(t, types.BaseTuple):
+        return any(map(_holds_record, t))
+    return isinstance(t, types.Record)
+
+
+_RECORD_REFUSAL = ("a record argument: the pullback would keep a pointer to the caller's "
+                   "record, and numba cannot store a record in the pullback's struct")
 
 
 
@@ -371,6 +389,11 @@ def _vjp_ir(f, argtypes: tuple):
     inlined, not called: numba leaks the references a caller holds when its callee raises
     (numba issues #1549, #10783), which would be the copies, on every call whose kernel
     raises."""
+    if any(map(_holds_record, argtypes)):
+        raise UnsupportedError(f"vjp inside njit code of {_RECORD_REFUSAL}",
+                               function=f.py_func.__qualname__, argtypes=argtypes,
+                               hint="pass the structured array and the index, or call vjp "
+                                    "from Python (which keeps a copy of the record)")
     with compile_lock():
         sweep, pull = derived_reverse_split(f, argtypes)
     refuse_complex(f, argtypes, sweep.ir)
