@@ -68,7 +68,7 @@ def vjp(f, *primals):
     except Exception:
         if any(map(_is_record_value, primals)):  # the dispatcher takes none (_vjp_ir)
             return _first_vjp(f, primals)
-        _explain_vjp_failure(f, primals)  # raises the precise error when it finds one
+        _checked_split(f, primals)  # raises the precise error when it finds one
         raise
 
 
@@ -84,19 +84,22 @@ def _holds_record(t) -> bool:
     return isinstance(t, types.Record)
 
 
-_RECORD_REFUSAL = ("a record argument: the pullback would keep a pointer to the caller's "
-                   "record, and numba cannot store a record in the pullback's struct")
-
+def _checked_split(f, primals: tuple) -> tuple:
+    """The sweep and pullback of `f` for `primals`, after the Python-side checks: the argument
+    count, what capture or the AD passes refuse, arguments sharing memory with a written one.
+    The first call runs them; the dispatcher's calls only when they fail, to say why."""
+    _check_arguments(f, primals, "vjp")
+    sweep, pull = _split_rule(f, primals)
+    if sweep.written and any_shared_memory(primals):
+        check_aliasing(f.py_func.__qualname__, primals, sweep.written, parameter_names(f))
+    return sweep, pull
 
 
 def _first_vjp(f, primals: tuple):
     """`vjp` without compiling anything but the rules: the sweep and the pullback called from
     Python, the sweep's state (tapes; lists of arrays as Python lists) held between them."""
-    _check_arguments(f, primals, "vjp")
-    sweep, pull = _split_rule(f, primals)
+    sweep, pull = _checked_split(f, primals)
     name = f.py_func.__qualname__
-    if sweep.written and any_shared_memory(primals):
-        check_aliasing(name, primals, sweep.written, parameter_names(f))
     work = private_copies(primals, sweep.written)
     guard = deferred_interrupts if sweep.state_has_lists else contextlib.nullcontext
     with guard():
@@ -122,15 +125,6 @@ def _first_vjp(f, primals: tuple):
     return out, pullback
 
 
-def _explain_vjp_failure(f, primals: tuple) -> None:
-    """The Python-side checks of a failed call, run only then: a wrong argument count, what
-    capture or the AD passes refuse, aliased arguments."""
-    _check_arguments(f, primals, "vjp")
-    sweep, _ = _split_rule(f, primals)
-    if sweep.written:
-        check_aliasing(f.py_func.__qualname__, primals, sweep.written, parameter_names(f))
-
-
 # --- the pullback: a structref ------------------------------------------------------------------
 
 class PullbackType(types.StructRef):
@@ -138,7 +132,7 @@ class PullbackType(types.StructRef):
     arguments), `state` (its tapes) and `used`; calling it calls `pull`. `origin` is
     `(f, argtypes)`, for the Python call's nan retry."""
 
-    def __init__(self, pull, fields, origin=None):
+    def __init__(self, pull, fields, origin):
         self.pull, self.origin = pull, origin
         super().__init__(fields)
         self.name = f"Pullback({pull.py_func.__name__}, {self._fields})"
@@ -159,14 +153,19 @@ class PullbackType(types.StructRef):
 structref.register(PullbackType)
 
 
+def _pullback_type(pull, origin, out, work, state) -> PullbackType:
+    """The pullback type of `pull` for numba types `out`, `work` and `state`."""
+    return PullbackType(pull, [("out", out), ("work", work), ("state", state),
+                               ("used", types.boolean)], origin)
+
+
 def _pullback_maker(pull, origin):
     """An intrinsic `make(out, work, state)` returning a new PullbackType value of `pull`
     holding references to them (`pull` is known here, not passed: a dispatcher passed as a
     value is lowered as its address, which keeps numba from caching the caller)."""
     @nb.intrinsic
     def make(typingctx, out, work, state):
-        pb_type = PullbackType(pull, [("out", out), ("work", work), ("state", state),
-                                      ("used", types.boolean)], origin)
+        pb_type = _pullback_type(pull, origin, out, work, state)
 
         def codegen(context, builder, sig, args):
             data_type = pb_type.get_data_type()
@@ -259,10 +258,9 @@ class Pullback:
         return self._type
 
     def __call__(self, dout):
-        f, _ = self._type.origin
         if self._used:
-            raise ArgumentError(f"vjp({f.py_func.__qualname__}): this pullback was already "
-                                f"used: call vjp again")
+            raise ArgumentError(f"vjp({self._name()}): this pullback was already used: call "
+                                f"vjp again")
         if type(dout) is not float and not isinstance(dout, np.ndarray) \
                 or isinstance(dout, np.ndarray) and dout.ndim == 0:
             dout = self._checked(dout)  # ints, numpy scalars, 0-d arrays: converted
@@ -281,15 +279,17 @@ class Pullback:
         if type(dout) is float and "float_entry" not in pb_type.__dict__:
             pb_type.float_entry = call.overloads[(pb_type, types.float64)].entry_point
         if nan:  # again with zero-guarded products (ad/nan_retry.py)
-            grads = _strong_zeros_gradients(f, self._type.origin[1], self.arguments,
-                                            self._checked(dout))
+            f, argtypes = pb_type.origin
+            grads = _strong_zeros_gradients(f, argtypes, self.arguments, self._checked(dout))
         return tuple(grads)
+
+    def _name(self) -> str:
+        return self._type.origin[0].py_func.__qualname__
 
     def _checked(self, dout):
         """`dout` as the pullback takes it, or ArgumentError saying what is wrong with it."""
-        f, _ = self._type.origin
         out = _out_of(self)
-        _check_cotangent(dout, out, f"vjp({f.py_func.__qualname__}) pullback")
+        _check_cotangent(dout, out, f"vjp({self._name()}) pullback")
         return _as_cotangent(dout, out)
 
     @property
@@ -390,7 +390,9 @@ def _vjp_ir(f, argtypes: tuple):
     (numba issues #1549, #10783), which would be the copies, on every call whose kernel
     raises."""
     if any(map(_holds_record, argtypes)):
-        raise UnsupportedError(f"vjp inside njit code of {_RECORD_REFUSAL}",
+        raise UnsupportedError("vjp inside njit code of a record argument: the pullback would "
+                               "keep a pointer to the caller's record, and numba cannot store "
+                               "a record in the pullback's struct",
                                function=f.py_func.__qualname__, argtypes=argtypes,
                                hint="pass the structured array and the index, or call vjp "
                                     "from Python (which keeps a copy of the record)")
@@ -410,9 +412,7 @@ def _vjp_ir(f, argtypes: tuple):
     for i in sorted(sweep.written):
         b.call(copy_into, [params[i], work[i]], type=none)
     fields = [out, b.build_tuple(work), b.tuple_getitem(result, 1)]
-    pb_type = PullbackType(pull, [(name, v.type.to_numba()) for name, v in
-                                  zip(("out", "work", "state"), fields)]
-                           + [("used", types.boolean)], (f, argtypes))
+    pb_type = _pullback_type(pull, (f, argtypes), *(v.type.to_numba() for v in fields))
     pb = b.call(_pullback_maker(pull, (f, argtypes)), fields, type=OpaqueType(pb_type))
     value = b.build_tuple([out, pb])
     b.function.return_type = value.type
