@@ -47,7 +47,58 @@ def api_dispatcher(f, api: str, argnames: list, derive, options: tuple, recipe: 
                              bool(f.targetoptions.get("boundscheck")), retry, NAN_NOTES)
     disp.recipe = recipe
     attach_disk_cache(disp, f, (api, *options))
+    if retry is not None:
+        disp.njit_variant = _variant_maker(f, api, argnames, disp, retry, options)
     return disp
+
+
+def _variant_maker(f, api: str, argnames: list, plain, retry, options: tuple):
+    """`njit_variant()` of dispatcher `plain`: the dispatcher numba calls in its place inside
+    njit code, made on first use. Nobody there reruns a derivative holding a nan, so this one
+    does it itself: it runs `plain`'s code and, on a nan, `retry()`'s (strong zeros), both
+    inlined into it. Compiling it costs both variants, paid only by njit callers."""
+    made = []
+
+    def variant():
+        if not made:
+            strong = retry()
+            name = f"{api}_{f.py_func.__name__}_in_njit"
+            disp = DerivedDispatcher(name, argnames, lambda argtypes: retrying_ir(
+                name, argnames, plain, strong, argtypes),
+                bool(f.targetoptions.get("boundscheck")))
+            disp.origin = plain  # what `moonlite.jvp(g, ...)` inside njit code means by `g`
+            attach_disk_cache(disp, f, (api, *options, "in njit"))
+            made.append(disp)
+        return made[0]
+    return variant
+
+
+def retrying_ir(name: str, argnames: list, plain, strong, argtypes: tuple):
+    """`plain(*args)`, or `strong(*args)` when that holds a nan, with both inlined. The guards
+    in `plain` copy what it writes, so `strong` sees the caller's arguments unchanged."""
+    first_ir = plain.ir_for(argtypes)
+    b = Builder.new_function(name, [from_numba(t) for t in argtypes], argnames,
+                             first_ir.return_type)
+    entry = b.new_block("entry")
+    b.position_at_end(entry)
+    args = list(b.function.args)
+    first = b.call(plain, args, type=first_ir.return_type)
+    bad = emit_nan_notes(b, first)
+    if bad is None:
+        b.ret(first)
+    else:
+        again, done = b.new_block("retry"), b.new_block("done")
+        b.branch(bad, again, done)
+        b.position_at_end(again)
+        second = b.call(strong, args, type=first_ir.return_type)
+        b.jump(done)
+        b.position_at_end(done)
+        result = b.phi(first_ir.return_type)
+        result.add_incoming(entry, first)
+        result.add_incoming(again, second)
+        b.ret(result.result)
+    return inline_njit_calls(b.function, keep=lambda c: c is not plain and c is not strong,
+                             context=PASS_CONTEXT)
 
 
 def njit_driver(name: str, source: str, namespace: dict):

@@ -7,8 +7,8 @@ at compile time (`types.Dispatcher`): they call the same compiled `jvp_f(primals
 `hvp_f` the Python functions call (`api_calls.py`, `api_higher.py`), their argument checks
 compiled in.
 
-A nan in a derivative computed inside njit code is returned as it is: the retry with
-zero-guarded products (`ad/nan_retry.py`) needs the Python call (docs/limitations.md).
+Inside njit code numba calls a dispatcher's `njit_variant` (`api_drivers.py`), which reruns a
+derivative holding a nan with zero-guarded products itself (`ad/nan_retry.py`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ types = nb.types
 def _njit_function(f, api: str):
     """The Python dispatcher of `f` when numba types it as an njit function, else a clear
     typing error (numba reports it with the call's source line)."""
-    if isinstance(f, types.Dispatcher):
-        return f.dispatcher
+    if isinstance(f, types.Dispatcher):  # (a derived dispatcher's njit variant stands for it)
+        return getattr(f.dispatcher, "origin", f.dispatcher)
     raise nb.numba_errors.TypingError(
         f"moonlite.{api} inside njit code takes an @njit function as its first argument, "
         f"got {f}")

@@ -18,9 +18,11 @@ select drops it, and then the strong zero is dropped as well.
 
 - `grad`, `value_and_grad` and `hessian` dispatchers: the compiled function notes a nan in its
   result through a ctypes callback into Python (run only when there is one: a per-thread
-  count), and the dispatcher's Python call compares the count before and after. A call from
-  other njit code has nobody to retry it: it returns the plain result (`docs/limitations.md`).
-- `vjp`, `jacrev`, `hvp` run from Python anyway: they test their results with numpy.
+  count), and the dispatcher's Python call compares the count before and after. Inside other
+  njit code numba calls another dispatcher instead (`api_drivers.py: njit_variant`): the plain
+  derivative, then, if it holds a nan, the strong-zeros one, both compiled into it.
+- `jacrev` and `hvp` dispatchers do the same; `vjp`'s pullback tests its gradients in its
+  compiled call from Python (`api_vjp.py`), and is not rerun when called inside njit code.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import threading
 import numpy as np
 
 from .. import _numba as nb
+from ..ir import ops
 from ..ir.types import ArrayType, FloatType, TupleType
 from ..rules.define import defzero
 
@@ -91,17 +94,22 @@ defzero(note_nan_float)
 defzero(note_nan_array)
 
 
-def emit_nan_notes(b, value) -> None:
+def emit_nan_notes(b, value):
     """At the builder's position: note a nan anywhere in `value` (a float, a float array or a
-    tuple of them; other entries are skipped)."""
+    tuple of them; other entries are skipped). Returns the bool value that says whether one was
+    found, or None if `value` holds no floats."""
     t = value.type
     if isinstance(t, FloatType):
-        b.call(note_nan_float, [value])
-    elif isinstance(t, ArrayType) and isinstance(t.dtype, FloatType):
-        b.call(note_nan_array, [value])
-    elif isinstance(t, TupleType):
+        return b.call(note_nan_float, [value])
+    if isinstance(t, ArrayType) and isinstance(t.dtype, FloatType):
+        return b.call(note_nan_array, [value])
+    found = None
+    if isinstance(t, TupleType):
         for k in range(len(t.elements)):
-            emit_nan_notes(b, b.tuple_getitem(value, k))
+            bad = emit_nan_notes(b, b.tuple_getitem(value, k))
+            if bad is not None:
+                found = bad if found is None else b.binary(ops.BitOr, found, bad)
+    return found
 
 
 def has_nan(value) -> bool:

@@ -193,6 +193,16 @@ class DerivedDispatcher(_QuietCompile, nb.CPUDispatcher):
                             "(grad, value_and_grad, hessian)")
         return self.recipe
 
+    # `njit_variant()`: the dispatcher numba calls in this one's place inside njit code (set by
+    # the API when this one has a retry, which needs a Python caller: api_drivers.py); None:
+    # this one. numba types a global or an argument through `_numba_type_`.
+    njit_variant = None
+
+    @property
+    def _numba_type_(self):
+        variant = self.njit_variant
+        return nb.types.Dispatcher(self if variant is None else variant())
+
     def forget_compiled(self) -> None:
         """Drop every compiled signature and derived IR: the next call derives and compiles
         again (what numba's `recompile` does, without compiling now). Code already compiled
