@@ -133,8 +133,41 @@ def test_an_empty_list():
 def passes_it_on(x):
     values = []
     for v in x:
-        values.append(v)
-    return _total(values)
+        values.append(v * v)
+    return _total(values) * len(values)
+
+
+def test_a_list_passed_to_an_njit_helper():
+    # the helper is compiled for the array the list became (tests/corpus/constructs.py has
+    # helpers writing into it and taking it by keyword)
+    x = np.array([0.4, -0.3, 0.9])
+    np.testing.assert_allclose(moonlite.grad(passes_it_on)(x), 3 * 2 * x, rtol=1e-12)
+    _, dout = moonlite.jvp(passes_it_on, (x,), (np.ones(3),))
+    np.testing.assert_allclose(dout, np.sum(3 * 2 * x), rtol=1e-12)
+
+
+@numba.njit
+def _grows(values, v):
+    values.append(v)
+    return len(values)
+
+
+@numba.njit
+def helper_appends(x):
+    values = [v for v in x]
+    n = _grows(values, 1.0)
+    return values[0] * n
+
+
+@numba.njit
+def _same(values):
+    return values
+
+
+@numba.njit
+def helper_returns_it(x):
+    values = [v for v in x]
+    return _same(values)[0]
 
 
 @numba.njit
@@ -176,7 +209,8 @@ def concatenated(x):
 
 
 @pytest.mark.parametrize("kernel, construct", [
-    (passes_it_on, "a list built by append used other than read"),
+    (helper_appends, r"passed to _grows\(\), which calls its method append\(\)"),
+    (helper_returns_it, r"passed to _same\(\), which returns a list"),
     (returns_it, "a list built by append used other than read"),
     (sorts, r"list.sort\(\)"),
     (appends_arrays, "appending to a list of array"),

@@ -629,6 +629,47 @@ def weighted_residual_sum(x, w):
     return r
 
 
+@numba.njit
+def _mean_and_spread(values):
+    n = len(values)
+    m = 0.0
+    for v in values:
+        m += v
+    m /= n
+    s = 0.0
+    for i in range(n):
+        s += (values[i] - m) ** 2
+    return m, np.sqrt(s / n)
+
+
+@numba.njit
+def _clip_high(values, limit):
+    for i in range(len(values)):
+        if values[i] > limit:
+            values[i] = limit
+
+
+@numba.njit
+def _weighted_last(values, weight=1.0):
+    return weight * values[-1] ** 2
+
+
+@numba.njit
+def peak_statistics(signal, threshold):
+    """Peak heights over a threshold collected by append, then passed to njit helpers: one
+    clips them in place (the caller sees it, as with a list), one summarises them, one takes
+    the list by keyword."""
+    peaks = []
+    for i in range(1, signal.shape[0] - 1):
+        if signal[i] > signal[i - 1] and signal[i] > signal[i + 1] and signal[i] > threshold:
+            peaks.append(signal[i] - threshold)
+    if len(peaks) == 0:
+        return 0.0
+    _clip_high(peaks, 0.8)
+    m, s = _mean_and_spread(peaks)
+    return m * s + peaks[0] + _weighted_last(weight=0.5, values=peaks)
+
+
 def _rng(seed):
     return np.random.default_rng(seed)
 
@@ -701,6 +742,9 @@ CASES = [
     ConstructCase("recorded_trajectory", "append in a while loop, ys[-1], ys[0] = ...",
                   recorded_trajectory,
                   lambda: (np.array([1.0, 0.2]), np.array([2.0, 0.3]), 0.1, 10)),
+    ConstructCase("peak_statistics", "a list built by append passed to njit helpers",
+                  peak_statistics,
+                  lambda: (np.array([0.1, 0.9, 0.2, 0.7, 0.3, 1.6, 0.4, 0.65, 0.1]), 0.3)),
     ConstructCase("weighted_residual_sum", "sum([...]), an integer list walked",
                   weighted_residual_sum,
                   lambda: (_rng(12).uniform(-1.0, 1.0, 6), np.array([1.0, -1.0, 2.0, 0.5, -0.2,

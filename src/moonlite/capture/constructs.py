@@ -1,12 +1,15 @@
 """How the importer reads the containers and call forms of real kernels (issue #20): list
 literals (read as the tuples of their items), arrays unpacked, `*args` parameters and `f(*t)`
 calls, `a.flat` in loops, methods of jitclass instances, namedtuples built, `literal_unroll`
-loops. `Importer` inherits these; each either gives ordinary IR that every AD mode already
-differentiates, or refuses the use it cannot follow (a list appended to, a list passed on) with
-a message naming it.
+loops, lists built by append passed to njit helpers (as arrays). `Importer` inherits these; each
+either gives ordinary IR that every AD mode already differentiates, or refuses the use it cannot
+follow (a list literal passed on, a helper appending to a list it is given) with a message
+naming it.
 """
 
 from __future__ import annotations
+
+import dis
 
 import numpy as np
 
@@ -145,7 +148,7 @@ class ConstructReads:
         """A call's positional arguments, with a `*t` spread (`f(a, *t)`: t a tuple)."""
         if self._spreads_a_list(expr):  # min([a, b]) is min(a, b)
             return list(self.lookup(expr.args[0]).items)
-        args = [self._argument(expr, a) for a in expr.args]
+        args = [self._argument(expr, a, k) for k, a in enumerate(expr.args)]
         if expr.vararg is None:
             return args
         spread = self.value(expr.vararg)
@@ -162,17 +165,43 @@ class ConstructReads:
                 and isinstance(bound, st.ListLiteral) and len(bound.items) >= 2
                 and all(isinstance(i, Value) and i.type.is_scalar for i in bound.items))
 
-    def _argument(self, expr, var) -> Value:
-        """A call's argument; a list literal as the tuple of its items where the callee treats
-        the two alike."""
+    def _argument(self, expr, var, param) -> Value:
+        """A call's argument (`param`: its position, or its keyword); a list literal as the
+        tuple of its items where the callee treats the two alike, a list built by append as
+        its entries where the callee is an njit helper."""
         bound = self.lookup(var)
+        callee = self.lookup(expr.func)
+        if isinstance(bound, GrowingList) and isinstance(callee, st.StaticObject) \
+                and nb.is_njit_dispatcher(callee.obj):
+            return self._list_for_helper(bound, callee.obj, param)
         if not isinstance(bound, st.ListLiteral):
             return self.value(var)
-        callee = self.lookup(expr.func)
         if not (isinstance(callee, st.StaticObject)
                 and any(callee.obj is f for f in READS_A_LIST_AS_A_TUPLE)):
             self.value(var)  # refused, naming the construct
         return self._list_as_tuple(bound)
+
+    def _list_for_helper(self, lst: GrowingList, helper, param) -> Value:
+        """A list built by append, passed to an njit helper, as the array view of its entries:
+        numba compiles the helper for that array, which reads (`len`, `ys[i]`, `for`, `sum`) and
+        writes entries (`ys[i] = v`, seen by the caller, as a list's are) alike. A helper
+        calling a list method on it is refused here."""
+        method = _list_method_called(helper.py_func, param)
+        if method is not None:
+            self.unsupported(f"a list built by append passed to {helper.__name__}(), which "
+                             f"calls its method {method}()", "append in the kernel, and pass "
+                             "the helper the finished list")
+        return self.list_entries(lst)
+
+    def refuse_list_returned(self, fn, expr, target) -> None:
+        """A helper given a list built by append must not return a list (it would be the
+        array the list became)."""
+        if not (nb.is_njit_dispatcher(fn) and _mentions_list(self.typemap[target.name])):
+            return
+        if any(isinstance(self.lookup(a), GrowingList) for a in expr.args):
+            self.unsupported(f"a list built by append passed to {fn.__name__}(), which returns "
+                             f"a list", "let the helper return a number or an array, and "
+                             "append in the kernel")
 
     def _iterable(self, bound):
         """What a for loop walks: a list literal as the tuple of its items, `a.flat` as
@@ -229,3 +258,29 @@ def jitclass_method(method: st.BoundMethod):
 
 # callees numba gives the same result for a list as for a tuple of the same items
 READS_A_LIST_AS_A_TUPLE = (np.array, np.asarray, sum, len, min, max)
+
+
+def _mentions_list(t) -> bool:
+    if isinstance(t, nbt.BaseTuple):
+        return any(_mentions_list(e) for e in t.types)
+    return isinstance(t, (nbt.List, nbt.ListType))
+
+
+_LIST_METHODS = frozenset(("append", "extend", "insert", "pop", "remove", "clear", "sort",
+                           "reverse", "copy", "index", "count"))
+
+
+def _list_method_called(py_func, param):
+    """The name of a list method `py_func` calls on its parameter `param` (a position or a
+    name), or None. Read from the bytecode: the parameter loaded, then the method looked up."""
+    code = py_func.__code__
+    if isinstance(param, int):
+        if param >= code.co_argcount:
+            return None
+        param = code.co_varnames[param]
+    instructions = list(dis.get_instructions(py_func))
+    for load, attr in zip(instructions, instructions[1:]):
+        if load.opname == "LOAD_FAST" and load.argval == param \
+                and attr.opname in ("LOAD_METHOD", "LOAD_ATTR") and attr.argval in _LIST_METHODS:
+            return attr.argval
+    return None

@@ -561,8 +561,9 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
         if isinstance(fn, nb.Dispatcher) and not nb.is_njit_dispatcher(fn):
             self.unsupported("object-mode code (a call into a function compiled without "
                              "nopython)", "make the callee @njit")
+        self.refuse_list_returned(fn, expr, target)
         args = self._positional(expr)
-        kws = {name: self.value(v) for name, v in expr.kws}
+        kws = {name: self._argument(expr, v, name) for name, v in expr.kws}
         if kws and nb.is_njit_dispatcher(fn):
             folded = rewrites.fold_keywords(fn, args, kws, self._const_value)
             if folded is not None:

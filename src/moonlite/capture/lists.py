@@ -14,9 +14,12 @@ with, or with phis of the predecessors' states at a join (loop headers included)
 every block is imported; phis whose incoming values are all one value are removed, the others
 nobody reads go with the dead code.
 
-Uses that need a real list are refused with a message naming them: passing the list to a
-function, returning it, methods other than `append`, `pop()` and `extend([...])`, lists of
-arrays or tuples, a variable rebound to another list, a loop over a list that appends to it.
+A list passed to an njit helper is passed as the array view of its entries
+(`constructs.py: _list_for_helper`). Uses that need a real list are refused with a message
+naming them: passing the list to a helper that calls a list method on it or returns a list, or
+to any other function, returning it, methods other than `append`, `pop()` and `extend([...])`,
+lists of arrays or tuples, a variable rebound to another list, a loop over a list that appends
+to it.
 """
 
 from __future__ import annotations
