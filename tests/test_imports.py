@@ -50,6 +50,7 @@ LAYER_OF = {
     "moonlite.api_calls": "api",
     "moonlite.api_njit": "api",
     "moonlite.api_vjp": "api",
+    "moonlite.api_instances": "api",
     "moonlite.testing": "api",
     "moonlite.demo": "top",
     "moonlite": "top",  # the package's __init__: the public names

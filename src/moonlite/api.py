@@ -17,6 +17,7 @@ import numpy as np
 from . import _numba as nb
 from .driver import api_cached, derived_forward_rule
 from .errors import ArgumentError, SourceLoc, UnsupportedError
+from .rules.jitclasses import maker_for
 
 # --- argument kinds ----------------------------------------------------------------------------
 
@@ -34,11 +35,18 @@ def _kind(value) -> str:
     if isinstance(value, np.void):
         return "record" if has_float_fields(value.dtype) else "none"
     if isinstance(value, tuple):  # namedtuples too: their tangents are plain tuples
-        return "tuple" if any(_kind(v) != "none" for v in value) else "none"
+        return "tuple" if any(_kind(v) not in ("none", "instance") for v in value) else "none"
+    if is_jitclass_instance(value):  # (as an argument itself: api_instances.py)
+        return "instance"
     if isinstance(value, complex) or (isinstance(value, np.ndarray)
                                       and np.issubdtype(value.dtype, np.complexfloating)):
         return "complex"
     return "none"
+
+
+def is_jitclass_instance(value) -> bool:
+    """A boxed `@jitclass` instance (its class carries its numba type)."""
+    return isinstance(getattr(type(value), "_numba_type_", None), nb.types.ClassInstanceType)
 
 
 def has_float_fields(dtype) -> bool:
@@ -133,9 +141,20 @@ def _a(noun: str) -> str:
     return ("an " if noun[:1] in "aeiou" else "a ") + noun
 
 
-def _check_tangent(primal, tangent, where: str):
-    """Return the tangent converted to what the rule expects, or raise ArgumentError."""
+def _check_tangent(primal, tangent, where: str, top: bool = True):
+    """Return the tangent converted to what the rule expects, or raise ArgumentError. `top`: the
+    argument itself, not an entry of a tuple argument (only arguments may be instances with
+    tangents)."""
     kind = _kind(primal)
+    if kind == "instance":
+        if top and (tangent is None or type(tangent) is type(primal)):
+            return tangent
+        if top:
+            raise ArgumentError(f"{where}: the tangent of {_a(type(primal).__name__)} instance "
+                                f"must be an instance of the same class (its float fields hold "
+                                f"the tangent), or None to hold it fixed; got "
+                                f"{type(tangent).__name__}")
+        kind = "none"
     if kind == "complex":
         raise UnsupportedError("complex arguments", hint="split them into real and imaginary "
                                "parts (two float arguments or a float array)")
@@ -180,7 +199,7 @@ def _check_tangent(primal, tangent, where: str):
         if not isinstance(tangent, tuple) or len(tangent) != len(primal):
             raise ArgumentError(f"{where}: the tangent of a tuple must be a tuple of "
                                 f"{len(primal)} entries (None for entries without tangents)")
-        return tuple(_check_tangent(p, t, f"{where}[{k}]")
+        return tuple(_check_tangent(p, t, f"{where}[{k}]", top=False)
                      for k, (p, t) in enumerate(zip(primal, tangent)))
     raise UnsupportedError("complex arguments", hint="split them into real and imaginary parts")
 
@@ -238,13 +257,16 @@ def zero_tangent_like(x):
 
 
 def copy_arguments(values: tuple) -> tuple:
-    """The arguments with every array and record copied (inside tuples too): kernels may
-    write into them."""
+    """The arguments with every array and record copied (inside tuples and jitclass
+    instances too): kernels may write into them."""
     return tuple(rebuild_tuple(v, copy_arguments(v)) if isinstance(v, tuple) else
                  _copy_one(v) for v in values)
 
 
 def _copy_one(v):
+    if is_jitclass_instance(v):  # a new instance holding copies of its arrays
+        t = type(v)._numba_type_
+        return maker_for(t).make(tuple(_copy_one(getattr(v, n)) for n in t.struct))
     return v.copy() if isinstance(v, (np.ndarray, np.void)) else v  # np.void: a record
 
 

@@ -21,6 +21,7 @@ from .ad.tangents import mentions_complex
 from .api import (_check_arguments, _is_none_tangent, checked_primals_and_tangents,
                   compile_lock)
 from .api_drivers import api_dispatcher
+from .api_instances import flat_calls_ir, flat_kernel, has_instance_tangent
 from .driver import PASS_CONTEXT, api_cached, api_entry, derived_forward_rule
 from .errors import ArgumentError, MoonliteError, UnsupportedError
 from .ir import Builder
@@ -169,6 +170,9 @@ def _jvp_dispatcher(f):
 def _jvp_ir(f, argtypes: tuple):
     primals, _ = split_arguments(f, argtypes, "jvp")
     _check_arguments(f, primals, "jvp")
+    if has_instance_tangent(argtypes):  # through the flat kernel (api_instances.py)
+        flat = flat_kernel(f, primals)
+        return flat_calls_ir(f, "jvp", argtypes, flat, _jvp_dispatcher(flat.fn), repack=False)
     rule = derived_forward_rule(f, primals, eager=False)  # compiled inlined, not on its own
     qualname = f.py_func.__qualname__
     b = Builder.new_function(f"jvp_{f.py_func.__name__}", [from_numba(t) for t in argtypes],

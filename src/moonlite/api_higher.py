@@ -21,6 +21,7 @@ from .api_drivers import (api_dispatcher, c_order_index, contiguous, driver_func
                           rule_arguments, spelled_shape)
 from .api_calls import (alias_checks, calls_dispatcher, checked_tangent, compiled_call,
                         split_arguments, unpacked)
+from .api_instances import flat_calls_ir, flat_kernel, has_instance_tangent
 from .api_reverse import reverse_rule
 from .driver import PASS_CONTEXT, api_cached, api_entry, derived_hvp_rule
 from .errors import UnsupportedError
@@ -60,6 +61,10 @@ def _hvp_dispatcher(f, strong_zeros: bool):
 def _hvp_ir(f, argtypes: tuple, strong_zeros: bool):
     primals, _ = split_arguments(f, argtypes, "hvp")
     _check_arguments(f, primals, "hvp")
+    if has_instance_tangent(argtypes):  # through the flat kernel (api_instances.py)
+        flat = flat_kernel(f, primals)
+        return flat_calls_ir(f, "hvp", argtypes, flat, _hvp_dispatcher(flat.fn, strong_zeros),
+                             repack=True)
     types = [from_numba(p) for p in primals]
     active = frozenset(i for i, t in enumerate(types) if tangent_type(t) is not None)
     one = _unit_cotangent(f, primals, "hvp")

@@ -21,6 +21,8 @@ from .ad.nan_retry import emit_nan_notes
 from .ad.reverse.types import is_float_array
 from .ad.tangents import mentions_complex
 from .api_drivers import api_dispatcher
+from .api_instances import (around_flat, differentiable_fields, differentiates_instance,
+                            flat_kernel, flat_types, flat_values, instance_name, instance_of)
 from .api import (ArgumentError, _check_arguments, _check_njit, _def_loc, compile_lock,
                   copy_arguments as _copy)
 from .driver import (PASS_CONTEXT, api_cached, api_entry, derived_reverse_rule,
@@ -124,6 +126,9 @@ def _gradient_dispatcher(f, argnums, with_value: bool, strong_zeros: bool = Fals
 
 def _gradient_ir(f, argtypes: tuple, argnums, with_value: bool, api: str,
                  strong_zeros: bool = False):
+    if differentiates_instance(argtypes, argnums):  # through the flat kernel
+        flat = flat_kernel(f, tuple(argtypes))
+        return _instance_gradient_ir(f, flat, argtypes, argnums, with_value, api, strong_zeros)
     nums = argnums if isinstance(argnums, tuple) else (argnums,)
     types = [from_numba(t) for t in argtypes]
     name = f.py_func.__qualname__
@@ -158,6 +163,48 @@ def _gradient_ir(f, argtypes: tuple, argnums, with_value: bool, api: str,
     b.function.return_type = value.type
     b.ret(value)
     return inline_rule(b.function, rule)
+
+
+def _instance_gradient_ir(f, flat, argtypes: tuple, argnums, with_value: bool, api: str,
+                          strong_zeros: bool):
+    """`_gradient_ir` of a kernel taking jitclass instances: the same API's gradient of its
+    flat form, with the gradient of an instance argument an instance of its class
+    (`api_instances.py`)."""
+    nums = argnums if isinstance(argnums, tuple) else (argnums,)
+    n, name = len(argtypes), f.py_func.__qualname__
+    flat_nums = []
+    for num in nums:
+        if not -n <= num < n:
+            raise ArgumentError(f"{api}({name}): argnums {num} is out of range for {n} "
+                                f"arguments")
+        i = num % n
+        if i not in flat.instance_types:
+            flat_nums.append(flat.groups[i])
+            continue
+        fields = differentiable_fields(flat, i)
+        if not fields:
+            raise ArgumentError(f"{api}({name}): argument {num} is a "
+                                f"{instance_name(flat.instance_types[i])} instance without "
+                                f"float fields: nothing to differentiate")
+        flat_nums += fields
+    inner = _gradient_dispatcher(flat.fn, tuple(flat_nums), with_value, strong_zeros)
+    inner_ir = inner.ir_for(flat_types(flat, argtypes))
+    b = Builder.new_function(f"{api}_{f.py_func.__name__}", [from_numba(t) for t in argtypes],
+                             parameter_names(f), inner_ir.return_type)
+    b.position_at_end(b.new_block("entry"))
+    args = list(b.function.args)
+    result = b.call(inner, flat_values(b, flat, args), type=inner_ir.return_type)
+    grads = b.tuple_getitem(result, 1) if with_value else result
+    by_flat = {k: b.tuple_getitem(grads, j) for j, k in enumerate(flat_nums)}
+    picked = [instance_of(b, flat, num % n, by_flat, args[num % n])
+              if num % n in flat.instance_types else by_flat[flat.groups[num % n]]
+              for num in nums]
+    value = picked[0] if not isinstance(argnums, tuple) else b.build_tuple(picked)
+    if with_value:
+        value = b.build_tuple([b.tuple_getitem(result, 0), value])
+    b.function.return_type = value.type
+    b.ret(value)
+    return around_flat(b, inner)
 
 
 def inline_rule(fn, rule):

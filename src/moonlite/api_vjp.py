@@ -28,7 +28,8 @@ from . import _numba as nb
 from .ad.guards import (any_shared_memory, check_aliasing, deferred_interrupts, emit_guards,
                         private_copies)
 from .ad.nan_retry import has_nan, note_nan_array, note_nan_float
-from .api import _check_arguments, _check_njit, compile_lock
+from .api import _check_arguments, _check_njit, compile_lock, is_jitclass_instance
+from .api_instances import flat_kernel, flattenable, python_flat_values, python_instances
 from .api_njit import _njit_function
 from .api_reverse import (_as_cotangent, _check_cotangent, _split_rule, _strong_zeros_gradients,
                           inline_rule, parameter_names, refuse_complex)
@@ -60,6 +61,8 @@ def vjp(f, *primals):
         _check_njit(f, "vjp")
         calls = api_cached(f, ("vjp", "calls"), lambda: [0])
         calls[0] += 1
+        if _takes_instances(primals):  # (its dispatcher is then never built)
+            return _instance_vjp(f, primals)
         if calls[0] == 1:
             return _first_vjp(f, primals)
         caller = _vjp_dispatcher(f)
@@ -68,6 +71,8 @@ def vjp(f, *primals):
     except Exception:
         if any(map(_is_record_value, primals)):  # the dispatcher takes none (_vjp_ir)
             return _first_vjp(f, primals)
+        if _takes_instances(primals):
+            return _instance_vjp(f, primals)
         _checked_split(f, primals)  # raises the precise error when it finds one
         raise
 
@@ -122,6 +127,30 @@ def _first_vjp(f, primals: tuple):
         return tuple(grads)
 
     pullback.arguments = work  # the private arrays, restored by the pullback (moonlite.testing)
+    return out, pullback
+
+
+def _takes_instances(primals: tuple) -> bool:
+    """Jitclass instances among the arguments, each of a class whose fields all carry
+    derivatives or hold no floats. (An instance of another class is read as a constant, its
+    gradient None, as in the kernel's own vjp; `grad` with respect to it is refused.)"""
+    found = [p for p in primals if is_jitclass_instance(p)]
+    return bool(found) and all(flattenable(type(p)._numba_type_) for p in found)
+
+
+def _instance_vjp(f, primals: tuple):
+    """`vjp` of a kernel taking jitclass instances: `vjp` of its flat form
+    (`api_instances.py`), whose pullback's gradients of an instance's fields are made an
+    instance of its class."""
+    _check_arguments(f, primals, "vjp")
+    flat = flat_kernel(f, tuple(f.typeof_pyval(p) for p in primals))
+    out, pull = vjp(flat.fn, *python_flat_values(flat, primals))
+
+    def pullback(dout):
+        return python_instances(flat, pull(dout), primals)
+
+    # the private copies the pullback restored, fields of instances in new instances
+    pullback.arguments = python_instances(flat, pull.arguments, primals)
     return out, pullback
 
 
@@ -389,6 +418,11 @@ def _vjp_ir(f, argtypes: tuple):
     inlined, not called: numba leaks the references a caller holds when its callee raises
     (numba issues #1549, #10783), which would be the copies, on every call whose kernel
     raises."""
+    if any(isinstance(t, types.ClassInstanceType) and flattenable(t) for t in argtypes):
+        raise UnsupportedError("vjp inside njit code with a jitclass instance argument",
+                               function=f.py_func.__qualname__, argtypes=argtypes,
+                               hint="call vjp from Python, or use moonlite.grad(f, argnums=...) "
+                                    "inside njit code (it returns an instance of gradients)")
     if any(map(_holds_record, argtypes)):
         raise UnsupportedError("vjp inside njit code of a record argument: the pullback would "
                                "keep a pointer to the caller's record, and numba cannot store "

@@ -23,6 +23,9 @@ random tangent direction and checks:
    finite differences of the array's final value (the tangent of a mutated input describes its
    new value).
 
+Records, structured arrays and `@jitclass` instances are perturbed through their float fields
+(an instance's tangent is an instance of its class, `api_instances.py`).
+
 A failure raises `AssertionError` saying which check failed, for which output or argument, and
 by how much. Every evaluation gets fresh copies of the arguments, so kernels that mutate their
 inputs are checked correctly.
@@ -34,8 +37,10 @@ import numpy as np
 
 from .api import _kind, copy_arguments as _copy, rebuild_tuple, zero_tangent_like
 from .api_calls import jvp
+from .api_instances import flattenable
+from .rules.jitclasses import maker_for
 
-_DIFFERENTIABLE = ("float", "array", "tuple", "record", "records")
+_DIFFERENTIABLE = ("float", "array", "tuple", "record", "records", "instance")
 STEP_SIZES = (1e-2, 3e-3, 1e-3, 3e-4, 1e-4, 3e-5, 1e-5, 1e-6, 1e-7)
 
 
@@ -71,7 +76,25 @@ def _random_tangent(a, rng):
         for name in _float_fields(a):
             t[name] = rng.standard_normal(np.shape(t[name]))  # an array field: its shape too
         return t
+    if kind == "instance" and _instance_floats(a):  # an instance of its class
+        return _instance_like(a, lambda name, v: _random_tangent(v, rng)
+                              if name in _instance_floats(a) else v)
     return None
+
+
+def _instance_floats(a) -> list:
+    """The fields of jitclass instance `a` that carry derivatives (floats, float arrays, tuples
+    of them), when moonlite differentiates with respect to `a` at all (api_instances.py)."""
+    if not flattenable(type(a)._numba_type_):
+        return []
+    return [name for name in type(a)._numba_type_.struct
+            if _kind(getattr(a, name)) in ("float", "array", "tuple")]
+
+
+def _instance_like(a, field):
+    """A new instance of `a`'s class whose field `name` is `field(name, a.name)`."""
+    t = type(a)._numba_type_
+    return maker_for(t).make(tuple(field(name, getattr(a, name)) for name in t.struct))
 
 
 def _float_fields(a) -> list:
@@ -95,6 +118,8 @@ def inner(g, t) -> float:
         return sum(inner(ge, te) for ge, te in zip(g, t))
     if _kind(t) in ("record", "records"):
         return float(np.sum(_record_floats(g, t) * _record_floats(t, t)))
+    if _kind(t) == "instance":
+        return sum(inner(getattr(g, n), getattr(t, n)) for n in _instance_floats(t))
     return float(np.sum(np.asarray(g, dtype=float) * np.asarray(t, dtype=float)))
 
 
@@ -114,6 +139,10 @@ def _shift(a, t, h):
         for name in _float_fields(a):
             shifted[name] += h * np.asarray(t[name])
         return shifted if kind == "records" else shifted[0]
+    if kind == "instance":  # a new instance (its arrays copied)
+        floats = _instance_floats(a)
+        return _instance_like(a, lambda name, v: _shift(v, getattr(t, name), h)
+                              if name in floats else _shift(v, None, h))
     return a.copy() if isinstance(a, np.ndarray) else a
 
 
@@ -144,6 +173,9 @@ def _flatten(value, like) -> np.ndarray:
         return np.ravel(np.asarray(value, dtype=float))
     if _kind(like) in ("record", "records"):
         return _record_floats(value, like)
+    if _kind(like) == "instance" and _instance_floats(like):
+        return np.concatenate([_flatten(getattr(value, n), getattr(like, n))
+                               for n in _instance_floats(like)])
     return np.zeros(0)
 
 

@@ -566,6 +566,52 @@ def leapfrog_energy(state0, k, dt, steps):
     return final.energy(k) + final.x
 
 
+# --- jitclass instances as arguments differentiated ----------------------------------------
+
+
+@jitclass([("k", numba.float64), ("c", numba.float64), ("n", numba.int64),
+           ("w", numba.float64[:]), ("label", numba.types.unicode_type)])
+class CubicSpring:
+    def __init__(self, k, c, n, w):
+        self.k = k
+        self.c = c
+        self.n = n
+        self.w = w
+        self.label = "spring"
+
+    def force(self, x):
+        return self.k * x + self.c * x ** 3
+
+
+@numba.njit
+def spring_energy(s, x):
+    """A method called on the argument, its array field read, its int field a factor."""
+    e = 0.0
+    for i in range(x.shape[0]):
+        e += 0.5 * s.force(x[i]) * x[i] * s.w[i]
+    return e * s.n
+
+
+@jitclass([("rate", numba.float64), ("store", numba.float64[:])])
+class Reservoir:
+    def __init__(self, rate, n):
+        self.rate = rate
+        self.store = np.zeros(n)
+
+
+@numba.njit
+def drain(r, inflow):
+    """A linear reservoir routing inflow through its store, an array field written in place
+    (its __init__ allocates: capture keeps numba's constructor for it)."""
+    out = 0.0
+    for t in range(inflow.shape[0]):
+        r.store[t] = (r.store[t - 1] if t > 0 else 0.0) + inflow[t]
+        q = r.rate * r.store[t]
+        r.store[t] -= q
+        out += q * q
+    return out
+
+
 # --- lists built by appending: comprehensions, filters, appends in loops ---------------------
 
 
@@ -742,6 +788,11 @@ CASES = [
     ConstructCase("recorded_trajectory", "append in a while loop, ys[-1], ys[0] = ...",
                   recorded_trajectory,
                   lambda: (np.array([1.0, 0.2]), np.array([2.0, 0.3]), 0.1, 10)),
+    ConstructCase("spring_energy", "a jitclass argument: fields, a method, int and str fields",
+                  spring_energy, lambda: (CubicSpring(2.0, 0.5, 2, np.array([1.0, -0.5, 0.25])),
+                                          np.array([0.7, -0.4, 1.1]))),
+    ConstructCase("drain", "a jitclass argument whose array field the kernel writes", drain,
+                  lambda: (Reservoir(0.3, 4), np.array([1.0, 0.5, 2.0, 0.0]))),
     ConstructCase("peak_statistics", "a list built by append passed to njit helpers",
                   peak_statistics,
                   lambda: (np.array([0.1, 0.9, 0.2, 0.7, 0.3, 1.6, 0.4, 0.65, 0.1]), 0.3)),

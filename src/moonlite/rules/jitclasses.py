@@ -10,6 +10,7 @@ instance left carrying a derivative is refused (`ad/refusals.py`).
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple, Optional
 
 from .. import _numba as nb
@@ -31,6 +32,17 @@ def register_constructor(fields, instance_type) -> Constructor:
     is `fields`, with a new `make` function."""
     names = tuple(instance_type.struct)
     found = Constructor(fields, _make_function(instance_type, names), names)
+    _MAKERS[id(found.make)] = found
+    return found
+
+
+@functools.lru_cache(maxsize=None)  # one make function per class
+def maker_for(instance_type) -> Constructor:
+    """A Constructor of `instance_type` with only its `make` function (no `fields`): what
+    derivative code uses to build an instance from the tuple of its fields (the gradient of a
+    jitclass argument, `api_instances.py`)."""
+    names = tuple(instance_type.struct)
+    found = Constructor(None, _make_function(instance_type, names), names)
     _MAKERS[id(found.make)] = found
     return found
 

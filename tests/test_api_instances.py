@@ -1,0 +1,247 @@
+"""Derivatives with respect to `@jitclass` instance arguments (api_instances.py), each checked
+against central differences over the instance's fields: `grad` and `value_and_grad` return an
+instance of gradients, `jvp` and `hvp` take an instance as the tangent, `vjp`'s pullback returns
+one; what is refused is refused with an error naming it."""
+
+import numba
+import numpy as np
+import pytest
+from numba.experimental import jitclass
+
+import moonlite
+from moonlite.errors import ArgumentError, UnsupportedError
+from tests.corpus.constructs import CubicSpring, Reservoir, drain, spring_energy
+
+
+def _spring(k=2.0, c=0.5, w=(1.0, -0.5, 0.25)):
+    return CubicSpring(k, c, 2, np.array(w))
+
+
+X = np.array([0.7, -0.4, 1.1])
+H = 1e-6
+
+
+def _fields(s):
+    return np.concatenate([[s.k, s.c], s.w])
+
+
+def _along(s, d, t):
+    """The spring `s + t * d` (d's int field ignored)."""
+    return CubicSpring(s.k + t * d.k, s.c + t * d.c, s.n, s.w + t * d.w)
+
+
+def _fd_gradient(f, s, x):
+    base = _fields(s)
+    grads = []
+    for e in np.eye(base.size):
+        def at(t):
+            v = base + t * e
+            return f(CubicSpring(v[0], v[1], s.n, v[2:].copy()), x)
+        grads.append((at(H) - at(-H)) / (2 * H))
+    return np.array(grads)
+
+
+def test_grad_is_an_instance_of_gradients():
+    s = _spring()
+    g = moonlite.grad(spring_energy, argnums=0)(s, X)
+    assert type(g) is type(s)
+    np.testing.assert_allclose(_fields(g), _fd_gradient(spring_energy, s, X), rtol=1e-6)
+    assert g.n == 0 and g.label == "spring"  # an int carries no derivative; a string is kept
+
+
+def test_value_and_grad_of_an_instance_and_an_array():
+    s = _spring()
+    value, (gs, gx) = moonlite.value_and_grad(spring_energy, argnums=(0, 1))(s, X)
+    assert value == spring_energy(s, X)
+    np.testing.assert_allclose(_fields(gs), _fd_gradient(spring_energy, s, X), rtol=1e-6)
+    fd_x = [(spring_energy(s, X + H * e) - spring_energy(s, X - H * e)) / (2 * H)
+            for e in np.eye(3)]
+    np.testing.assert_allclose(gx, fd_x, rtol=1e-6)
+
+
+def test_jvp_takes_an_instance_tangent():
+    s, ds = _spring(), _spring(0.3, -0.2, (0.1, 0.2, -0.3))
+    dx = np.array([0.5, -1.0, 0.25])
+    out, dout = moonlite.jvp(spring_energy, (s, X), (ds, dx))
+    fd = (spring_energy(_along(s, ds, H), X + H * dx)
+          - spring_energy(_along(s, ds, -H), X - H * dx)) / (2 * H)
+    assert out == spring_energy(s, X)
+    np.testing.assert_allclose(dout, fd, rtol=1e-6)
+    # None holds the instance fixed
+    _, dout = moonlite.jvp(spring_energy, (s, X), (None, dx))
+    fd = (spring_energy(s, X + H * dx) - spring_energy(s, X - H * dx)) / (2 * H)
+    np.testing.assert_allclose(dout, fd, rtol=1e-6)
+
+
+def test_jvp_and_grad_inside_njit_code():
+    s, ds = _spring(), _spring(0.3, -0.2, (0.1, 0.2, -0.3))
+    g = moonlite.grad(spring_energy)
+
+    @numba.njit
+    def both(s, x, ds):
+        return g(s, x).k, moonlite.jvp(spring_energy, (s, x), (ds, np.zeros_like(x)))[1]
+
+    gk, dout = both(s, X, ds)
+    fd = _fd_gradient(spring_energy, s, X)
+    np.testing.assert_allclose(gk, fd[0], rtol=1e-6)
+    np.testing.assert_allclose(dout, fd @ _fields(ds), rtol=1e-6)
+
+
+def test_hvp_of_an_instance_is_an_instance():
+    s, ds = _spring(), _spring(0.3, -0.2, (0.1, 0.2, -0.3))
+    dx = np.array([0.5, -1.0, 0.25])
+    hs, hx = moonlite.hvp(spring_energy, (s, X), (ds, dx))
+    assert type(hs) is type(s)
+
+    def gradients(t):
+        gs, gx = moonlite.grad(spring_energy, argnums=(0, 1))(_along(s, ds, t), X + t * dx)
+        return np.concatenate([_fields(gs), gx])
+
+    h = 1e-5
+    fd = (gradients(h) - gradients(-h)) / (2 * h)
+    np.testing.assert_allclose(np.concatenate([_fields(hs), hx]), fd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("calls", [1, 2])  # the first call's path, then the compiled one
+def test_vjp_pullback_returns_an_instance(calls):
+    s = _spring()
+    for _ in range(calls):
+        out, pullback = moonlite.vjp(spring_energy, s, X)
+    gs, gx = pullback(2.5)
+    assert out == spring_energy(s, X) and type(gs) is type(s)
+    np.testing.assert_allclose(_fields(gs), 2.5 * _fd_gradient(spring_energy, s, X), rtol=1e-6)
+    assert pullback.arguments[0].k == s.k
+
+
+def test_vjp_inside_njit_code_is_refused():
+    @numba.njit
+    def inside(s, x):
+        return moonlite.vjp(spring_energy, s, x)[0]
+
+    with pytest.raises(UnsupportedError, match="vjp inside njit code with a jitclass instance"):
+        inside(_spring(), X)
+
+
+def test_an_array_field_written_by_the_kernel():
+    inflow = np.array([1.0, 0.5, 2.0, 0.0])
+    r = Reservoir(0.3, 4)
+    g = moonlite.grad(drain)(r, inflow)
+    # grad runs the kernel on private copies of what it writes, as for array arguments
+    np.testing.assert_array_equal(r.store, np.zeros(4))
+
+    def at(rate, store):
+        fresh = Reservoir(rate, 4)
+        fresh.store[:] = store
+        return drain(fresh, inflow)
+
+    start = np.zeros(4)
+    fd_rate = (at(0.3 + H, start) - at(0.3 - H, start)) / (2 * H)
+    np.testing.assert_allclose(g.rate, fd_rate, rtol=1e-6)
+    fd_store = [(at(0.3, start + H * e) - at(0.3, start - H * e)) / (2 * H) for e in np.eye(4)]
+    np.testing.assert_allclose(g.store, fd_store, rtol=1e-6, atol=1e-9)
+    # vjp leaves what the kernel leaves in the caller's arrays, as after drain(r, inflow)
+    out, pullback = moonlite.vjp(drain, r, inflow)
+    primal = Reservoir(0.3, 4)
+    assert out == drain(primal, inflow)
+    np.testing.assert_allclose(r.store, primal.store)
+    np.testing.assert_allclose(pullback(1.0)[0].rate, fd_rate, rtol=1e-6)
+
+
+@jitclass([("spring", CubicSpring.class_type.instance_type), ("m", numba.float64)])
+class Mass:
+    def __init__(self, spring, m):
+        self.spring = spring
+        self.m = m
+
+
+@numba.njit
+def mass_energy(body, x):
+    return body.m * x[0] ** 2 + body.spring.k * x[1] ** 2
+
+
+@jitclass([("n", numba.int64)])
+class Steps:
+    def __init__(self, n):
+        self.n = n
+
+
+@numba.njit
+def stepped(cfg, x):
+    return np.sum(x) * cfg.n
+
+
+def test_what_is_refused_is_named():
+    with pytest.raises(UnsupportedError, match="whose field 'spring' holds"):
+        moonlite.grad(mass_energy)(Mass(_spring(), 1.0), X)
+    np.testing.assert_allclose(moonlite.grad(mass_energy, argnums=1)(Mass(_spring(), 1.0), X),
+                               [1.4, -1.6, 0.0])  # an instance read as a constant
+    _, pullback = moonlite.vjp(mass_energy, Mass(_spring(), 1.0), X)
+    assert pullback(1.0)[0] is None  # vjp reads it as a constant too, as an int argument
+    with pytest.raises(ArgumentError, match="instance without float fields"):
+        moonlite.grad(stepped)(Steps(3), X)
+    with pytest.raises(ArgumentError, match="Hessians exist for float scalars"):
+        moonlite.hessian(spring_energy)(_spring(), X)
+    with pytest.raises(ArgumentError, match="must be an instance of the same class"):
+        moonlite.jvp(spring_energy, (_spring(), X), (1.0, X))
+
+
+# a radiative-transfer model held in a jitclass, as TARDIS's numba mode keeps its shells
+# (velocities at the shell boundaries, the time since explosion, electron densities)
+@jitclass([("v_inner", numba.float64[:]), ("v_outer", numba.float64[:]),
+           ("time_explosion", numba.float64), ("electron_density", numba.float64[:]),
+           ("n_shells", numba.int64)])
+class ShellModel:
+    def __init__(self, v_inner, v_outer, time_explosion, electron_density):
+        self.v_inner = v_inner
+        self.v_outer = v_outer
+        self.time_explosion = time_explosion
+        self.electron_density = electron_density
+        self.n_shells = v_inner.shape[0]
+
+    def radius(self, v):
+        return v * self.time_explosion  # homologous expansion
+
+
+SIGMA_THOMSON = 6.652e-25
+
+
+@numba.njit
+def escape_probability(model, mu):
+    """exp(-tau) of a packet leaving the inner boundary along direction cosine `mu` through
+    every shell (electron scattering only), averaged over the directions in `mu`."""
+    total = 0.0
+    for m in mu:
+        tau = 0.0
+        for i in range(model.n_shells):
+            r_in, r_out = model.radius(model.v_inner[i]), model.radius(model.v_outer[i])
+            r0 = model.radius(model.v_inner[0])
+            b = r0 * np.sqrt(1.0 - m * m)  # impact parameter of the straight path
+            path = np.sqrt(r_out ** 2 - b * b) - np.sqrt(max(r_in ** 2 - b * b, 0.0))
+            tau += SIGMA_THOMSON * model.electron_density[i] * path
+        total += np.exp(-tau)
+    return total / mu.shape[0]
+
+
+def test_a_shell_model_from_a_radiative_transfer_code():
+    v = np.linspace(1.1e9, 2.0e9, 5)
+    model = ShellModel(v[:-1].copy(), v[1:].copy(), 1.3e6, np.array([8e8, 5e8, 3e8, 1e8]))
+    mu = np.array([0.2, 0.6, 0.95])
+    g = moonlite.grad(escape_probability)(model, mu)
+
+    def at(t_exp, density):
+        return escape_probability(ShellModel(model.v_inner, model.v_outer, t_exp, density), mu)
+
+    h = 1e-6 * model.time_explosion
+    fd_t = (at(model.time_explosion + h, model.electron_density)
+            - at(model.time_explosion - h, model.electron_density)) / (2 * h)
+    np.testing.assert_allclose(g.time_explosion, fd_t, rtol=1e-5)
+    d = model.electron_density
+    fd_n = [(at(model.time_explosion, d + 1e-3 * d[i] * e) - at(model.time_explosion,
+                                                               d - 1e-3 * d[i] * e))
+            / (2e-3 * d[i]) for i, e in enumerate(np.eye(4))]
+    np.testing.assert_allclose(g.electron_density, fd_n, rtol=1e-5)
+    assert g.n_shells == 0
+    # the same derivative along time_explosion from forward mode
+    direction = ShellModel(np.zeros(4), np.zeros(4), 1.0, np.zeros(4))
+    _, dout = moonlite.jvp(escape_probability, (model, mu), (direction, np.zeros(3)))
+    np.testing.assert_allclose(dout, fd_t, rtol=1e-5)
