@@ -90,10 +90,13 @@ def _build_flat_kernel(f, primal_types: tuple) -> FlatKernel:
             groups.append(len(params))
             passed.append(f"a{len(params)}")
             params.append(f"a{len(params)}")
-    name = f"flat_{f.py_func.__name__}"
+    # named as the kernel, so that errors do; its line says what it is
+    name = f.py_func.__name__
     source = f"def {name}({', '.join(params)}):\n    return kernel({', '.join(passed)})\n"
     scope["__name__"] = __name__
-    exec(compile(source, f"<moonlite {name}>", "exec"), scope)
+    exec(compile(source, f"<moonlite: {name} with its jitclass arguments passed as their "
+                         f"fields>", "exec"), scope)
+    scope[name].__qualname__ = f"{f.py_func.__qualname__}.with_fields"  # (its disk cache's)
     options = f.targetoptions
     fn = nb.njit(error_model=options.get("error_model", "python"),
                  boundscheck=bool(options.get("boundscheck")))(scope[name])
