@@ -133,6 +133,41 @@ def test_an_array_field_written_by_the_kernel():
     np.testing.assert_allclose(pullback(1.0)[0].rate, fd_rate, rtol=1e-6)
 
 
+@jitclass([("k", numba.float64), ("idx", numba.int64[:]), ("on", numba.boolean),
+           ("shift", numba.types.UniTuple(numba.float64, 2))])
+class Selection:
+    def __init__(self, k, idx, on, shift):
+        self.k = k
+        self.idx = idx
+        self.on = on
+        self.shift = shift
+
+
+@numba.njit
+def selected_energy(p, x):
+    s = 0.0
+    for i in p.idx:
+        s += p.k * x[i] ** 2 + p.shift[0] * x[i] - p.shift[1]
+    return s if p.on else -s
+
+
+def test_fields_of_every_kind():
+    # a tuple field carries derivatives; an int array and a bool come back zero
+    p, x = Selection(2.0, np.array([0, 2]), True, (0.5, 0.25)), np.array([1.0, 2.0, 3.0])
+    g = moonlite.grad(selected_energy)(p, x)
+    np.testing.assert_array_equal(g.idx, [0, 0])
+    assert g.on is False
+
+    def at(k, shift):
+        return selected_energy(Selection(k, p.idx, True, shift), x)
+
+    np.testing.assert_allclose(g.k, (at(2.0 + H, p.shift) - at(2.0 - H, p.shift)) / (2 * H),
+                               rtol=1e-6)
+    fd = [(at(2.0, (0.5 + H, 0.25)) - at(2.0, (0.5 - H, 0.25))) / (2 * H),
+          (at(2.0, (0.5, 0.25 + H)) - at(2.0, (0.5, 0.25 - H))) / (2 * H)]
+    np.testing.assert_allclose(g.shift, fd, rtol=1e-6)
+
+
 @jitclass([("spring", CubicSpring.class_type.instance_type), ("m", numba.float64)])
 class Mass:
     def __init__(self, spring, m):

@@ -154,7 +154,7 @@ def differentiable_fields(flat: FlatKernel, i: int) -> tuple:
 def instance_of(b: Builder, flat: FlatKernel, i: int, entries: dict, primal):
     """An instance of argument `i`'s class whose fields are `entries` (flat index -> value);
     fields without derivatives are zero (ints, bools and their arrays) or the argument
-    `primal`'s own (strings, other instances: nothing a derivative could be mistaken for)."""
+    `primal`'s own (strings: nothing a derivative could be mistaken for)."""
     t = flat.instance_types[i]
     fields = []
     for k, (name, ft) in zip(flat.groups[i], t.struct.items()):
