@@ -64,8 +64,17 @@ class Box:
 @numba.njit
 def jitclass_field(x):
     box = Box(0.0)
-    box.value = x
+    box.value = x  # a field written: a local variable once inlined (ad/instance_fields.py)
     return box.value * 3.0
+
+
+@numba.njit
+def jitclass_field_of_a_chosen_instance(x):
+    a = Box(0.0)
+    b = Box(1.0)
+    box = a if x > 0.0 else b
+    box.value = x  # writes a or b: reads of a.value and b.value must see it
+    return a.value * 3.0 + b.value
 
 
 @numba.njit
@@ -289,6 +298,7 @@ CORRECT = [
     _case("namedtuple_of_constants", namedtuple_of_constants, 0.7, 3, fixed=(1,)),
     # a namedtuple is the tuple of its entries (issue #20; refused before)
     _case("namedtuple_of_derivative", namedtuple_of_derivative, 0.7),
+    _case("jitclass_field", jitclass_field, 0.7),
     # a jitclass method is a call of its njit function (issue #20; refused before)
     _case("jitclass_method", jitclass_method, 0.7),
     # fields of an instance built from derivatives are read through (issue #20; refused before)
@@ -397,7 +407,8 @@ _TABLE = np.array([(0.5, 1.5), (2.0, -1.0)], dtype=[("a", "f8"), ("b", "f8")])
 
 
 REFUSED = [
-    ("jitclass_field", jitclass_field, (0.7,), "attribute assignment"),
+    ("jitclass_field_of_a_chosen_instance", jitclass_field_of_a_chosen_instance, (0.7,),
+     "writing a field of a Box instance that may be the same object"),
     ("jitclass_in_a_tuple_carried_around_a_loop", jitclass_in_a_tuple_carried_around_a_loop,
      (0.7,), "Box instance built from values being differentiated and used other than"),
     ("jitclass_whose_init_calls_a_method", jitclass_whose_init_calls_a_method, (0.7,),

@@ -612,6 +612,100 @@ def drain(r, inflow):
     return out
 
 
+# --- jitclass fields written after construction (methods updating their state) ---------------
+
+
+@jitclass([("n", numba.int64), ("mean", numba.float64), ("m2", numba.float64)])
+class RunningMoments:
+    """Welford's online mean and variance, the way streaming statistics are kept."""
+
+    def __init__(self):
+        self.n = 0
+        self.mean = 0.0
+        self.m2 = 0.0
+
+    def push(self, value):
+        self.n += 1
+        delta = value - self.mean
+        self.mean += delta / self.n
+        self.m2 += delta * (value - self.mean)
+
+    def variance(self):
+        return self.m2 / (self.n - 1) if self.n > 1 else 0.0
+
+
+@numba.njit
+def standardised_peak(samples, scale):
+    """Moments pushed one sample at a time (fields updated in a method, in a loop), then read."""
+    moments = RunningMoments()
+    peak = -np.inf
+    for v in samples:
+        moments.push(scale * v)
+        peak = max(peak, scale * v)
+    return (peak - moments.mean) / math.sqrt(moments.variance())
+
+
+@jitclass([("w", numba.float64[:]), ("velocity", numba.float64[:]), ("lr", numba.float64),
+           ("momentum", numba.float64), ("steps", numba.int64)])
+class MomentumSGD:
+    def __init__(self, w, lr, momentum):
+        self.w = w
+        self.velocity = np.zeros_like(w)
+        self.lr = lr
+        self.momentum = momentum
+        self.steps = 0
+
+    def step(self, grad):
+        self.velocity = self.momentum * self.velocity - self.lr * grad
+        self.w = self.w + self.velocity
+        self.steps += 1
+
+
+@numba.njit
+def fitted_loss(w0, X, y, lr):
+    """A few steps of least-squares fitting by an optimiser object whose array fields are
+    rebound each step; the loss at the end, differentiated through the whole training."""
+    opt = MomentumSGD(w0.copy(), lr, 0.5)
+    for _ in range(4):
+        r = X @ opt.w - y
+        opt.step(X.T @ r / y.shape[0])
+    r = X @ opt.w - y
+    return 0.5 * np.dot(r, r) + 1e-3 * opt.steps
+
+
+@jitclass([("x", numba.float64), ("v", numba.float64), ("t", numba.float64),
+           ("stiffness", numba.float64)])
+class DuffingState:
+    def __init__(self, x, v, stiffness):
+        self.x = x
+        self.v = v
+        self.t = 0.0
+        self.stiffness = stiffness
+
+    def kick(self, dt, drive):
+        self.v += dt * (drive * math.cos(self.t) - self.stiffness * self.x - self.x ** 3)
+
+    def drift(self, dt):
+        self.x += dt * self.v
+        self.t += dt
+
+
+@numba.njit
+def duffing_action(state, drive, steps):
+    """An oscillator's state passed in and advanced in place by its methods (a kick-drift
+    integrator), with a branch on a field; the kernel is differentiated with respect to the
+    instance too."""
+    action = 0.0
+    for _ in range(steps):
+        state.kick(0.05, drive)
+        state.drift(0.05)
+        if state.x > 0.0:
+            action += state.v * state.v
+        else:
+            action += 0.5 * state.v * state.v
+    return action * 0.05 + state.x
+
+
 # --- lists built by appending: comprehensions, filters, appends in loops ---------------------
 
 
@@ -800,4 +894,13 @@ CASES = [
                   weighted_residual_sum,
                   lambda: (_rng(12).uniform(-1.0, 1.0, 6), np.array([1.0, -1.0, 2.0, 0.5, -0.2,
                                                                      1.5]))),
+    ConstructCase("standardised_peak", "a jitclass built in the kernel, fields updated by a "
+                  "method in a loop (Welford)", standardised_peak,
+                  lambda: (np.array([0.3, 1.4, -0.2, 0.8, 2.1, -1.0]), 1.3)),
+    ConstructCase("fitted_loss", "array fields of a jitclass rebound by a method (an optimiser)",
+                  fitted_loss,
+                  lambda: (np.array([0.2, -0.1, 0.4]), _rng(13).uniform(-1.0, 1.0, (5, 3)),
+                           _rng(14).uniform(-1.0, 1.0, 5), 0.3)),
+    ConstructCase("duffing_action", "a jitclass argument advanced in place by its methods",
+                  duffing_action, lambda: (DuffingState(0.4, -0.2, 1.5), 0.8, 12)),
 ]

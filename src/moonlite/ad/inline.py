@@ -10,7 +10,7 @@ is refused with a clear error.
 from __future__ import annotations
 
 from .. import _numba as nb
-from ..rules.jitclasses import maker
+from ..rules.jitclasses import is_instance_type, maker, stored_field
 from ..errors import UnsupportedError
 from ..ir import Builder, ops, reverse_post_order
 from ..ir.cleanup import remove_dead_code
@@ -22,24 +22,38 @@ from ..rules.custom import lookup_custom
 from ..rules.registry import lookup_field
 from ..rules.records import field_set_by, write_field_through_view
 from .context import NO_CALLEES, PassContext
-from .instances import field_of_built_instance, read_through_instance_phis
+from .instance_fields import promote_instance_fields, writes_instance_fields
+from .instances import (field_of_built_instance, read_through_built_instances,
+                        read_through_instance_phis)
 from .opinfo import is_math_call, writes_no_memory
 
 
 def inline_njit_calls(fn: Function, keep=lambda callee: False,
                       context: PassContext = NO_CALLEES, _stack: tuple = (),
-                      only=lambda call: True, mode: str = "reverse mode") -> Function:
+                      only=lambda call: True, mode: str = "reverse mode",
+                      _read_through: bool = True) -> Function:
     """A new function with every call of an njit function (except those `keep` accepts, and
     those the op predicate `only` rejects) replaced by the callee's body (its IR from
     `context.callee_ir`), recursively; `fn` is left untouched. Fields of jitclass instances
-    built here are read out of what they were built from (`capture/jitclasses.py`)."""
-    return _Inliner(fn, keep, context, _stack, only, mode).run()
+    built here are read out of what they were built from (`capture/jitclasses.py`), and fields
+    the code writes become local variables (`instance_fields.py`)."""
+    inliner = _Inliner(fn, keep, context, _stack, only, mode, _read_through)
+    inlined = inliner.run()
+    if _stack or not _read_through or not writes_instance_fields(inlined):
+        return inlined
+    # A field written: reading fields through as ops are copied would read a field before
+    # stores that come later. Again, reading them once every store is a local's.
+    inliner = _Inliner(fn, keep, context, _stack, only, mode, read_through=False)
+    inlined = promote_instance_fields(inliner.run(), inliner.b, mode)
+    read_through_built_instances(inlined, inliner.b)
+    return remove_dead_code(inlined)
 
 
 class _Inliner:
-    def __init__(self, fn: Function, keep, context: PassContext, stack: tuple, only, mode):
+    def __init__(self, fn: Function, keep, context: PassContext, stack: tuple, only, mode,
+                 read_through: bool):
         self.fn, self.keep, self.context, self.stack = fn, keep, context, stack
-        self.only, self.mode = only, mode
+        self.only, self.mode, self.read_through = only, mode, read_through
         self.b = Builder.new_function(fn.name, fn.argtypes, [a.name for a in fn.args],
                                       fn.return_type, py_func=fn.py_func, loc=fn.loc,
                                       boundscheck=fn.boundscheck)
@@ -68,7 +82,8 @@ class _Inliner:
             for block, value in old.incoming:
                 if block in self.exit_block:
                     new.add_incoming(self.exit_block[block], self.values[value])
-        read_through_instance_phis(self.b.function, self.b)
+        if self.read_through:
+            read_through_instance_phis(self.b.function, self.b)
         return remove_dead_code(self.b.function)  # tuples whose entries were all read off
 
     def _emit(self, op, values: dict, blocks: dict):
@@ -80,7 +95,7 @@ class _Inliner:
             if isinstance(builder, ops.BuildTuple):
                 values[op.result] = builder.items[op.index]
                 return None
-        if isinstance(op, ops.GetAttr):
+        if isinstance(op, ops.GetAttr) and self.read_through:
             field = field_of_built_instance(self.b, values[op.value], op.name, op.result.type)
             if field is not None:
                 values[op.result] = field
@@ -94,6 +109,9 @@ class _Inliner:
         new = clone_op(op, values, blocks)
         available = self.available.setdefault(self.b.block, {})
         key = _value_key(new)
+        if not self.read_through and isinstance(new, ops.GetAttr) \
+                and is_instance_type(new.value.type):
+            key = None  # a field read, which a store may change
         if key is not None and key in available:
             values[op.result] = available[key]  # computed earlier in this block
             return None
@@ -115,6 +133,7 @@ class _Inliner:
         return (isinstance(op, ops.Call) and nb.is_njit_dispatcher(op.callee)
                 and not op.kwnames and not self.keep(op.callee) and self.only(op)
                 and lookup_custom(op.callee) is None and maker(op.callee) is None
+                and stored_field(op.callee) is None
                 and lookup_field(op.callee, "adjoint") is None)
 
     def _inline(self, call: ops.Call) -> None:
@@ -126,7 +145,8 @@ class _Inliner:
                 argtypes=self.fn.argtypes, loc=call.loc,
                 hint="rewrite the recursion as a loop, or write a custom rule for the function")
         callee = inline_njit_calls(self.context.callee_ir(call.callee, argtypes), self.keep,
-                                   self.context, self.stack + (key,), self.only, self.mode)
+                                   self.context, self.stack + (key,), self.only, self.mode,
+                                   self.read_through)
         self.b.function.boundscheck |= callee.boundscheck
         continuation = self.b.new_block("after_call")
         returns = self._copy_body(callee, [self.values[a] for a in call.operands], continuation)

@@ -30,10 +30,10 @@ def field_of_built_instance(b, instance, name: str, want):
     fields = made.operands[0]
     built = getattr(fields, "op", None)
     item = built.items[k] if isinstance(built, ops.BuildTuple) else b.tuple_getitem(fields, k)
-    return _as_field(b, item, want)
+    return as_field(b, item, want)
 
 
-def _as_field(b, item, want):
+def as_field(b, item, want):
     if item.type == want:
         return item
     if item.type.is_scalar and want.is_scalar:
@@ -46,6 +46,23 @@ def _as_field(b, item, want):
 def _same_array_but_layout(got, want) -> bool:
     return all(hasattr(t, "ndim") and hasattr(t, "dtype") for t in (got, want)) \
         and (got.ndim, got.dtype) == (want.ndim, want.dtype) and want.layout == "A"
+
+
+def read_through_built_instances(fn: Function, builder) -> Function:
+    """In place: every field read `obj.x` of an instance `obj` built here read out of the
+    fields tuple it was built from, then those of phis of such instances (what the inliner
+    does as it copies ops, for a function whose fields were written: `instance_fields.py`)."""
+    found = {}
+    for op in list(fn.ops()):
+        if isinstance(op, ops.GetAttr):
+            builder.loc = op.loc
+            with builder.before(op):
+                field = field_of_built_instance(builder, op.value, op.name, op.result.type)
+            if field is not None:
+                found[op.result] = field
+    for op in fn.ops():
+        op.operands = tuple(found.get(v, v) for v in op.operands)
+    return read_through_instance_phis(fn, builder)
 
 
 def read_through_instance_phis(fn: Function, builder) -> Function:
@@ -114,7 +131,7 @@ def _replace_field_reads(fn: Function, builder, tuples: dict) -> None:
                 continue
             builder.loc = op.loc
             with builder.before(op):  # op then goes unused
-                new = _as_field(builder, builder.tuple_getitem(twin.result, k), op.result.type)
+                new = as_field(builder, builder.tuple_getitem(twin.result, k), op.result.type)
             if new is not None:
                 replaced[op.result] = new
     for op in fn.ops():

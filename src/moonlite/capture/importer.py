@@ -29,7 +29,7 @@ from ..ir.types import (ArrayType, BoolType, FloatType, IntType, NamedTupleType,
 from . import rewrites
 from . import statics as st
 from .constructs import ConstructReads, StarArgs, is_star_args, jitclass_method
-from .jitclasses import is_jitclass
+from ..rules.jitclasses import is_jitclass
 from .lists import GrowingList, GrowingLists, ListMethod
 from .loops import LoopReads
 from .messages import (CONTAINER_HINT, construct_of, container_construct, hint_of,

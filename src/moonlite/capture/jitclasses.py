@@ -37,10 +37,6 @@ from ..rules.jitclasses import Constructor, register_constructor
 nbt = nb.types
 
 
-def is_jitclass(fn) -> bool:
-    return isinstance(fn, nb.JitClassType)
-
-
 @functools.lru_cache(maxsize=None)  # the answer, None too: each class is read once
 def constructor_of(instance_type) -> Optional[Constructor]:
     """The two functions `Box(...)` is captured as, for numba's `ClassInstanceType`, or None if

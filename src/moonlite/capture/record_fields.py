@@ -6,7 +6,8 @@ A field write `p[i]['a'] = v` (also `p[i].a = v`, `r = p[i]; r.a += v`) becomes
 `field_view('a')(p)[i] = v`: an array write, which forward mode repeats on the tangent and
 reverse mode saves, restores and sends back like any other. A record that is not an entry read
 from an array in the same function (a record argument of a helper, a record chosen by a
-branch) is written by `field_setter('a')(r, v)`.
+branch) is written by `field_setter('a')(r, v)`. A field of a jitclass instance,
+`obj.a = v`, is written by `field_store(Box, 'a')(obj, v)` (`rules/jitclasses.py`).
 
 A mixin of the importer (`importer.Importer`).
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 from .. import _numba as nb
 from ..ir.core import Value
 from ..ir.types import OpaqueType, from_numba, none
+from ..rules.jitclasses import field_store
 from ..rules.records import (array_field_of, field_setter, field_view_of, is_array_field,
                              write_field_through_view)
 
@@ -33,10 +35,21 @@ class RecordFields:
         return isinstance(t, nbt.Array) and isinstance(t.dtype, nbt.Record)
 
     def on_setattr(self, stmt) -> None:
-        """`r.a = v`: a field write when `r` is a record (other attribute writes are refused)."""
+        """`r.a = v`: a field write when `r` is a record or a jitclass instance (other
+        attribute writes are refused)."""
+        target_type = self.typemap.get(stmt.target.name)
+        if isinstance(target_type, nbt.ClassInstanceType) and stmt.attr in target_type.struct:
+            return self.write_instance_field(stmt, target_type)
         if not self._is_record(stmt.target):
             return self._unsupported_stmt(stmt)
         self.write_record_field(self.value(stmt.target), stmt.attr, self.value(stmt.value))
+
+    def write_instance_field(self, stmt, instance_type) -> None:
+        """`obj.a = v` as a call of `field_store(Box, 'a')(obj, v)`, v converted to the
+        field's type as numba does (the inliner makes fields locals: `ad/instance_fields.py`)."""
+        value = self._coerce(self.value(stmt.value), from_numba(instance_type.struct[stmt.attr]))
+        self.b.call(field_store(instance_type, stmt.attr), [self.value(stmt.target), value],
+                    type=none)
 
     def read_record_field(self, record: Value, name: str, target) -> Value:
         """`r.a` or `r['a']`: a field read, or for a field holding an array the ordinary array

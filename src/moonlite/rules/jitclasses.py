@@ -15,6 +15,9 @@ from typing import NamedTuple, Optional
 
 from .. import _numba as nb
 from ..ir.traits import Trait
+from ..ir.types import TupleType
+from .define import no_adjoint
+from .operands import reads_nothing
 from .registry import register
 
 
@@ -47,6 +50,64 @@ def maker_for(instance_type) -> Constructor:
     return found
 
 
+@functools.lru_cache(maxsize=None)  # one store function per class and field
+def field_store(instance_type, name: str):
+    """The njit function `store(obj, value)` doing `obj.name = value`: what capture calls for
+    an attribute assignment to a jitclass instance. It has no rules and is never inlined: the
+    inliner turns the fields an instance's stores write into local variables
+    (`ad/instance_fields.py`), or refuses."""
+    store = _store_function(instance_type, name, "store")
+    _STORES[id(store)] = (store, instance_type, name)
+    return store
+
+
+@functools.lru_cache(maxsize=None)
+def field_store_back(instance_type, name: str):
+    """`store(obj, value)` again, as `ad/instance_fields.py` emits it just before a return: a
+    field of an instance the code was given, written back with its final value. Nothing reads
+    it after that, so no derivative flows through it (like a write into an argument array,
+    whose derivative is no output either): its forward rule gives no tangent, its adjoint
+    sends nothing back."""
+    store = _store_function(instance_type, name, "store_back")
+    register(store, jvp=_no_tangent, adjoint=no_adjoint, reads=reads_nothing, keywords=())
+    return store
+
+
+@functools.lru_cache(maxsize=None)
+def field_load(instance_type, name: str):
+    """`load(obj) -> obj.name`, as `ad/instance_fields.py` emits it where an instance the code
+    was given first has a field read that it later stores back. Not pure, unlike a field read
+    (`GetAttr`): the pullback must not read the field again, after the store back changed it
+    (reverse mode keeps the value read instead). The instance is held fixed, so the value
+    carries no derivative."""
+    scope = {"__name__": __name__}
+    exec(compile(f"def load(obj):\n    return obj.{name}\n",
+                 f"<moonlite load {instance_type.classname}.{name}>", "exec"), scope)
+    load = nb.njit(cache=False)(scope["load"])
+    register(load, jvp=_no_tangent, adjoint=no_adjoint, reads=reads_nothing, keywords=())
+    return load
+
+
+def _store_function(instance_type, name: str, what: str):
+    scope = {"__name__": __name__}
+    exec(compile(f"def {what}(obj, value):\n    obj.{name} = value\n",
+                 f"<moonlite {what} {instance_type.classname}.{name}>", "exec"), scope)
+    return nb.njit(cache=False)(scope[what])
+
+
+def _no_tangent(b, primals, tangents, kwargs):
+    return None
+
+
+_STORES: dict = {}  # id of a store function -> (it, the instance type, the field)
+
+
+def stored_field(callee) -> Optional[str]:
+    """The field `callee` writes if it is a `field_store` function, else None."""
+    found = _STORES.get(id(callee))
+    return found[2] if found is not None and found[0] is callee else None
+
+
 def maker(callee) -> Optional[Constructor]:
     """The Constructor whose `make` function `callee` is, or None."""
     found = _MAKERS.get(id(callee))
@@ -57,6 +118,11 @@ def field_index(constructor: Constructor, name: str) -> Optional[int]:
     return constructor.names.index(name) if name in constructor.names else None
 
 
+def is_jitclass(fn) -> bool:
+    """True for a `@jitclass` class (calling it builds an instance)."""
+    return isinstance(fn, nb.JitClassType)
+
+
 def is_instance_type(t) -> bool:
     """True for the moonlite type of a jitclass instance."""
     return isinstance(getattr(t, "numba_type", None), nb.types.ClassInstanceType)
@@ -64,9 +130,15 @@ def is_instance_type(t) -> bool:
 
 def takes_or_returns_instance(op) -> bool:
     """Forward mode inlines such calls, so that instances built in the kernel are read through
-    (a method of an instance, a helper building one)."""
+    (a method of an instance, a helper building one, a helper given a tuple holding one)."""
     values = list(op.operands) + ([op.result] if op.result is not None else [])
-    return any(is_instance_type(v.type) for v in values)
+    return any(_holds_instance(v.type) for v in values)
+
+
+def _holds_instance(t) -> bool:
+    if isinstance(t, TupleType):
+        return any(_holds_instance(e) for e in t.elements)
+    return is_instance_type(t)
 
 
 def _make_function(instance_type, names: tuple):
