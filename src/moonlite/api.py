@@ -17,7 +17,7 @@ import numpy as np
 from . import _numba as nb
 from .driver import api_cached, derived_forward_rule
 from .errors import ArgumentError, SourceLoc, UnsupportedError
-from .rules.jitclasses import maker_for
+from .rules.jitclasses import copier_for, maker_for
 
 # --- argument kinds ----------------------------------------------------------------------------
 
@@ -267,6 +267,8 @@ def _copy_one(v):
     if is_jitclass_instance(v):  # a new instance holding copies of its arrays
         t = type(v)._numba_type_
         return maker_for(t).make(tuple(_copy_one(getattr(v, n)) for n in t.struct))
+    if isinstance(v, nb.structref.StructRefProxy):  # the same, read in compiled code
+        return copier_for(v._type)(v)
     return v.copy() if isinstance(v, (np.ndarray, np.void)) else v  # np.void: a record
 
 

@@ -124,8 +124,8 @@ def inner(g, t) -> float:
 
 
 def _shift(a, t, h):
-    if t is None:  # no tangent: the argument stays where it is
-        return a.copy() if isinstance(a, np.ndarray) else a
+    if t is None:  # no tangent: the argument stays where it is (a copy: the kernel may write
+        return _copy((a,))[0]  # into it, or into fields of an instance)
     kind = _kind(a)
     if kind == "float":
         return type(a)(a + h * t)

@@ -136,3 +136,29 @@ def test_an_instance_that_may_be_another_is_refused_in_every_mode(kernel, args, 
 def test_instances_built_passed_on_and_returned_stay_correct():
     for kernel in (kept_in_another, uses_returned):
         check_rule(kernel, 0.7, second_order=True)
+
+
+@numba.njit
+def filtered(zs, state, r):
+    """A structref given to the kernel and updated in place (held fixed: its fields are
+    stored back), differentiated with respect to the observations and the noise."""
+    ll = 0.0
+    for z in zs:
+        s = state.var + r
+        ll -= (z - state.mean) ** 2 / s
+        state.mean += state.var / s * (z - state.mean)
+        state.var *= r / s
+    return ll
+
+
+def test_a_structref_given_and_held_fixed_is_updated_and_differentiated_around():
+    from tests.corpus.constructs import FilterState
+    zs = np.array([0.2, 0.7, 0.4])
+    expected = FilterState(0.0, 1.0)
+    value = filtered(zs, expected, 0.5)
+    state = FilterState(0.0, 1.0)
+    assert moonlite.value_and_grad(filtered, argnums=(0, 2))(zs, state, 0.5)[0] == value
+    assert (state.mean, state.var) == (expected.mean, expected.var)
+    check_rule(filtered, zs, FilterState(0.0, 1.0), 0.5, fixed=(1,), second_order=True)
+    with pytest.raises(moonlite.ArgumentError, match="argument 1 has type"):
+        moonlite.grad(filtered, argnums=1)(zs, FilterState(0.0, 1.0), 0.5)

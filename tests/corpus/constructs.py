@@ -14,7 +14,7 @@ from typing import Callable
 import numba
 import numpy as np
 from numba import literal_unroll
-from numba.experimental import jitclass
+from numba.experimental import jitclass, structref
 
 
 @dataclass(frozen=True)
@@ -706,6 +706,57 @@ def duffing_action(state, drive, steps):
     return action * 0.05 + state.x
 
 
+@structref.register
+class FilterStateType(numba.types.StructRef):
+    def preprocess_fields(self, fields):
+        return tuple((name, numba.types.unliteral(t)) for name, t in fields)
+
+
+class FilterState(structref.StructRefProxy):
+    """A scalar Kalman filter's estimate and its variance, as a structref (numba's mutable
+    struct without a class body: its methods are njit functions taking it)."""
+
+    def __new__(cls, mean, var):
+        return structref.StructRefProxy.__new__(cls, mean, var)
+
+    @property
+    def mean(self):
+        return _fields_of_filter_state(self)[0]
+
+    @property
+    def var(self):
+        return _fields_of_filter_state(self)[1]
+
+
+@numba.njit
+def _fields_of_filter_state(state):
+    return state.mean, state.var
+
+
+structref.define_proxy(FilterState, FilterStateType, ["mean", "var"])
+
+
+@numba.njit
+def _kalman_update(state, z, noise):
+    gain = state.var / (state.var + noise)
+    state.mean += gain * (z - state.mean)
+    state.var *= 1.0 - gain
+
+
+@numba.njit
+def kalman_loglik(zs, q, r):
+    """A random-walk Kalman filter's log likelihood: the state a structref built in the kernel,
+    predicted and updated in place by an njit helper at each observation."""
+    state = FilterState(zs[0], 1.0)
+    ll = 0.0
+    for z in zs[1:]:
+        state.var += q
+        s = state.var + r
+        ll -= 0.5 * (math.log(2.0 * math.pi * s) + (z - state.mean) ** 2 / s)
+        _kalman_update(state, z, r)
+    return ll
+
+
 # --- lists built by appending: comprehensions, filters, appends in loops ---------------------
 
 
@@ -903,4 +954,6 @@ CASES = [
                            _rng(14).uniform(-1.0, 1.0, 5), 0.3)),
     ConstructCase("duffing_action", "a jitclass argument advanced in place by its methods",
                   duffing_action, lambda: (DuffingState(0.4, -0.2, 1.5), 0.8, 12)),
+    ConstructCase("kalman_loglik", "a structref built in the kernel, updated by a helper",
+                  kalman_loglik, lambda: (np.array([0.2, 0.5, 0.1, 0.9, 1.3, 0.8]), 0.3, 0.5)),
 ]

@@ -32,8 +32,8 @@ from ..ir.builder import Builder
 from ..ir.core import Argument, Function
 from ..ir.ssa import promote_locals
 from ..ir.types import from_numba, none
-from ..rules.jitclasses import (field_index, field_load, field_store_back, is_jitclass, maker,
-                               stored_field)
+from ..rules.jitclasses import (class_name, field_index, field_load, field_store_back,
+                               fields_of, is_jitclass, maker, stored_field)
 from .instances import as_field
 
 _HINT = ("read and write fields of an instance the kernel builds or is given, and call its "
@@ -118,7 +118,7 @@ def _how_used(op) -> str:
 
 
 def _refuse(fn: Function, root, how: str, loc, mode: str) -> None:
-    classname = root.type.numba_type.classname
+    classname = class_name(root.type.numba_type)
     raise UnsupportedError(f"writing a field of a {classname} instance {how}, in {mode}",
                            function=fn.name, argtypes=fn.argtypes, loc=loc, hint=_HINT)
 
@@ -140,7 +140,7 @@ def _promote(fn: Function, b: Builder, root, uses: list, loaded: dict) -> list:
     before each return if it was given."""
     instance_type = root.type.numba_type
     names = list(dict.fromkeys(stored_field(op.callee) for op in uses if _is_store(op)))
-    local = {name: ops.LocalVar(from_numba(instance_type.struct[name]),
+    local = {name: ops.LocalVar(from_numba(fields_of(instance_type)[name]),
                                 f"{root.hint or 'obj'}.{name}") for name in names}
     _store_first_values(fn, b, root, local)
     for op in uses:

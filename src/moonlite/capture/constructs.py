@@ -21,7 +21,8 @@ from ..ir.typing import TypingFailure, call_result_type
 from . import rewrites
 from . import statics as st
 from .iterators import check_unpack_length
-from .jitclasses import constructor_of
+from ..rules.jitclasses import maker_for
+from .jitclasses import constructor_of, structref_fields
 from .lists import GrowingList
 
 nbt = nb.types
@@ -128,6 +129,8 @@ class ConstructReads:
         """`Box(a, b)` as `make(fields(a, b))` (jitclasses.py), or None to keep numba's own
         constructor (an `__init__` that does more than set fields)."""
         instance = self.typemap[target.name]
+        if isinstance(instance, nbt.StructRef):
+            return self._structref_construction(expr, target, instance)
         ctor = constructor_of(instance) if isinstance(instance, nbt.ClassInstanceType) else None
         if ctor is None:
             return None
@@ -143,6 +146,21 @@ class ConstructReads:
             return None  # e.g. an array field read before it is set
         fields = self.b.call(ctor.fields, args, None, fields_type)
         return self.b.call(ctor.make, [fields], None, from_numba(instance))
+
+    def _structref_construction(self, expr, target, instance):
+        """`State(x, v)` of a `structref.define_proxy` class as `make((x, v))`, the arguments
+        converted to the fields' types; None for another constructor."""
+        params = structref_fields(self.typemap.get(expr.func.name))
+        if params is None or expr.vararg is not None:
+            return None
+        args = self._positional(expr)
+        kws = {name: self.value(v) for name, v in expr.kws}
+        if kws or len(args) != len(params) or tuple(instance.field_dict) != params:
+            return None  # numba types only full calls; keywords are rare: its own call
+        ctor = maker_for(instance)
+        fields = [self._coerce(a, from_numba(t))
+                  for a, t in zip(args, instance.field_dict.values())]
+        return self.b.call(ctor.make, [self.b.build_tuple(fields)], None, from_numba(instance))
 
     def _positional(self, expr) -> list:
         """A call's positional arguments, with a `*t` spread (`f(a, *t)`: t a tuple)."""

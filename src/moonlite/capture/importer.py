@@ -540,7 +540,7 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
                              "pass the entries explicitly")
         if special is not None:
             return special(self, expr, target)
-        if is_jitclass(fn):
+        if is_jitclass(fn) or isinstance(self.typemap[target.name], nbt.StructRef):
             built = self.jitclass_construction(expr, target)
             if built is not None:
                 return built

@@ -18,6 +18,9 @@ no instance carries a derivative: reverse mode inlines every njit call, forward 
 that take or return an instance. An instance that still carries a derivative (returned, kept in
 a tuple carried around a loop) is refused (`ad/refusals.py`).
 
+A structref proxy's constructor from `structref.define_proxy`, `State(x, v)`, is `make((x, v))`
+(`structref_fields`): it sets one field from each argument.
+
 A constructor whose `__init__` does anything else with `self` (calls a method, passes `self`
 on, reads an array field before setting it) keeps numba's own constructor call: fine for
 instances built from constants, refused when a value being differentiated reaches it.
@@ -50,6 +53,18 @@ def constructor_of(instance_type) -> Optional[Constructor]:
     except _NotRewritable:
         return None
     return register_constructor(fields, instance_type)
+
+
+def structref_fields(function_type) -> Optional[tuple]:
+    """The parameters of the constructor `structref.define_proxy` gives a proxy class (numba's
+    `Function` type of a call of it), which sets one field from each, in order; else None (a
+    constructor the user wrote, which keeps its own call)."""
+    for template in getattr(function_type, "templates", ()):
+        ctor = getattr(template, "_overload_func", None)
+        if getattr(ctor, "__name__", None) == "ctor" \
+                and getattr(ctor, "__globals__", {}).get("new") is nb.structref.new:
+            return tuple(inspect.signature(ctor).parameters)
+    return None
 
 
 class _NotRewritable(Exception):

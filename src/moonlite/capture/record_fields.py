@@ -17,7 +17,7 @@ from __future__ import annotations
 from .. import _numba as nb
 from ..ir.core import Value
 from ..ir.types import OpaqueType, from_numba, none
-from ..rules.jitclasses import field_store
+from ..rules.jitclasses import field_store, fields_of, is_numba_instance_type
 from ..rules.records import (array_field_of, field_setter, field_view_of, is_array_field,
                              write_field_through_view)
 
@@ -35,10 +35,10 @@ class RecordFields:
         return isinstance(t, nbt.Array) and isinstance(t.dtype, nbt.Record)
 
     def on_setattr(self, stmt) -> None:
-        """`r.a = v`: a field write when `r` is a record or a jitclass instance (other
-        attribute writes are refused)."""
+        """`r.a = v`: a field write when `r` is a record, a jitclass or structref instance
+        (other attribute writes are refused)."""
         target_type = self.typemap.get(stmt.target.name)
-        if isinstance(target_type, nbt.ClassInstanceType) and stmt.attr in target_type.struct:
+        if is_numba_instance_type(target_type) and stmt.attr in fields_of(target_type):
             return self.write_instance_field(stmt, target_type)
         if not self._is_record(stmt.target):
             return self._unsupported_stmt(stmt)
@@ -47,7 +47,8 @@ class RecordFields:
     def write_instance_field(self, stmt, instance_type) -> None:
         """`obj.a = v` as a call of `field_store(Box, 'a')(obj, v)`, v converted to the
         field's type as numba does (the inliner makes fields locals: `ad/instance_fields.py`)."""
-        value = self._coerce(self.value(stmt.value), from_numba(instance_type.struct[stmt.attr]))
+        value = self._coerce(self.value(stmt.value),
+                             from_numba(fields_of(instance_type)[stmt.attr]))
         self.b.call(field_store(instance_type, stmt.attr), [self.value(stmt.target), value],
                     type=none)
 

@@ -1,6 +1,9 @@
 """Jitclass instances built from the tuple of their fields: the `make` function capture calls
 for `Box(a, b)` (after `capture/jitclasses.py` rewrote `__init__` into the function computing
 that tuple), and what the AD passes ask of it (`ad/instances.py` reads fields through it).
+Instances of a numba `StructRef` type are built and read the same way (`State(x, v)` of a
+`structref.define_proxy` class: its fields are its arguments), and both kinds have their
+fields written by `field_store` (`ad/instance_fields.py`).
 
 `make(fields)` allocates a zeroed instance without running `__init__` (an intrinsic: numba's
 `jitclass/base.py: ctor_impl` less the call) and sets each field from the tuple. It is pure, so
@@ -31,9 +34,9 @@ _MAKERS: dict = {}  # id of a make function -> its Constructor
 
 
 def register_constructor(fields, instance_type) -> Constructor:
-    """The Constructor of `instance_type` (numba's `ClassInstanceType`) whose fields function
-    is `fields`, with a new `make` function."""
-    names = tuple(instance_type.struct)
+    """The Constructor of `instance_type` (numba's `ClassInstanceType`, or a `StructRef`)
+    whose fields function is `fields`, with a new `make` function."""
+    names = tuple(fields_of(instance_type))
     found = Constructor(fields, _make_function(instance_type, names), names)
     _MAKERS[id(found.make)] = found
     return found
@@ -44,7 +47,7 @@ def maker_for(instance_type) -> Constructor:
     """A Constructor of `instance_type` with only its `make` function (no `fields`): what
     derivative code uses to build an instance from the tuple of its fields (the gradient of a
     jitclass argument, `api_instances.py`)."""
-    names = tuple(instance_type.struct)
+    names = tuple(fields_of(instance_type))
     found = Constructor(None, _make_function(instance_type, names), names)
     _MAKERS[id(found.make)] = found
     return found
@@ -81,18 +84,18 @@ def field_load(instance_type, name: str):
     (reverse mode keeps the value read instead). The instance is held fixed, so the value
     carries no derivative."""
     scope = {"__name__": __name__}
-    exec(compile(f"def load(obj):\n    return obj.{name}\n",
-                 f"<moonlite load {instance_type.classname}.{name}>", "exec"), scope)
-    load = nb.njit(cache=False)(scope["load"])
+    exec(compile(f"def load_{name}(obj):\n    return obj.{name}\n",
+                 f"<moonlite load {class_name(instance_type)}.{name}>", "exec"), scope)
+    load = nb.njit(cache=False)(scope[f"load_{name}"])
     register(load, jvp=_no_tangent, adjoint=no_adjoint, reads=reads_nothing, keywords=())
     return load
 
 
 def _store_function(instance_type, name: str, what: str):
     scope = {"__name__": __name__}
-    exec(compile(f"def {what}(obj, value):\n    obj.{name} = value\n",
-                 f"<moonlite {what} {instance_type.classname}.{name}>", "exec"), scope)
-    return nb.njit(cache=False)(scope[what])
+    exec(compile(f"def {what}_{name}(obj, value):\n    obj.{name} = value\n",
+                 f"<moonlite {what} {class_name(instance_type)}.{name}>", "exec"), scope)
+    return nb.njit(cache=False)(scope[f"{what}_{name}"])
 
 
 def _no_tangent(b, primals, tangents, kwargs):
@@ -124,8 +127,24 @@ def is_jitclass(fn) -> bool:
 
 
 def is_instance_type(t) -> bool:
-    """True for the moonlite type of a jitclass instance."""
-    return isinstance(getattr(t, "numba_type", None), nb.types.ClassInstanceType)
+    """True for the moonlite type of a jitclass or structref instance."""
+    return is_numba_instance_type(getattr(t, "numba_type", None))
+
+
+def is_numba_instance_type(t) -> bool:
+    return isinstance(t, (nb.types.ClassInstanceType, nb.types.StructRef))
+
+
+def fields_of(instance_type) -> dict:
+    """{field name: numba type} of a jitclass instance type or a structref type, in order."""
+    if isinstance(instance_type, nb.types.StructRef):
+        return instance_type.field_dict
+    return instance_type.struct
+
+
+def class_name(instance_type) -> str:
+    """The class as the user wrote it: `Box` of a jitclass, `StateType` of a structref."""
+    return getattr(instance_type, "classname", None) or type(instance_type).__name__
 
 
 def takes_or_returns_instance(op) -> bool:
@@ -143,15 +162,33 @@ def _holds_instance(t) -> bool:
 
 def _make_function(instance_type, names: tuple):
     lines = ["def make(fields):", "    obj = new_instance()"]
+    if isinstance(instance_type, nb.types.StructRef):
+        lines[1] = "    obj = new_instance(instance_type)"
     lines += [f"    obj.{name} = fields[{k}]" for k, name in enumerate(names)]
     lines += ["    return obj"]
-    scope = {"new_instance": _allocator(instance_type), "__name__": __name__}
+    allocate = nb.structref.new if isinstance(instance_type, nb.types.StructRef) \
+        else _allocator(instance_type)
+    scope = {"new_instance": allocate, "instance_type": instance_type, "__name__": __name__}
     exec(compile("\n".join(lines) + "\n", f"<moonlite make {instance_type.name}>", "exec"),
          scope)
     make = nb.njit(cache=False)(scope["make"])
     # no effect: an unused instance is dropped (after its fields were read through)
     register(make, traits=Trait.PURE)
     return make
+
+
+@functools.lru_cache(maxsize=None)
+def copier_for(instance_type):
+    """An njit function returning a new instance of `instance_type` holding the same field
+    values, arrays copied: what the API and the rule checker give a kernel that may write
+    into an instance (structrefs: no Python code reads their fields)."""
+    fields = fields_of(instance_type)
+    reads = [f"obj.{name}.copy()" if isinstance(t, nb.types.Array) else f"obj.{name}"
+             for name, t in fields.items()]
+    scope = {"make": maker_for(instance_type).make, "__name__": __name__}
+    exec(compile(f"def copy(obj):\n    return make(({', '.join(reads)},))\n",
+                 f"<moonlite copy {class_name(instance_type)}>", "exec"), scope)
+    return nb.njit(cache=False)(scope["copy"])
 
 
 def _allocator(instance_type):
