@@ -408,7 +408,7 @@ _TABLE = np.array([(0.5, 1.5), (2.0, -1.0)], dtype=[("a", "f8"), ("b", "f8")])
 
 REFUSED = [
     ("jitclass_field_of_a_chosen_instance", jitclass_field_of_a_chosen_instance, (0.7,),
-     "writing a field of a Box instance that may be the same object"),
+     "writing a field of a Box instance chosen by a branch"),
     ("jitclass_in_a_tuple_carried_around_a_loop", jitclass_in_a_tuple_carried_around_a_loop,
      (0.7,), "Box instance built from values being differentiated and used other than"),
     ("jitclass_whose_init_calls_a_method", jitclass_whose_init_calls_a_method, (0.7,),

@@ -122,15 +122,26 @@ def uses_returned(x):
     return returned(x).x * x
 
 
+@numba.njit
+def pushed_in_a_loop(bodies, f, n):
+    for _ in range(n):
+        b = bodies[0]  # read again at each iteration, before the last one's writes reach it
+        b.push(f, 0.1)
+    return bodies[0].x
+
+
 @pytest.mark.parametrize("kernel, args, match", [
     (two_bodies, (Body(1.0, 0.0), Body(2.0, 0.0), 0.5),
      "that may be the same object as another instance of its class"),
+    (pushed_in_a_loop, ((Body(1.0, 0.0), 1), 0.5, 3),
+     "that the function reads out of another value after its start"),
 ])
 def test_an_instance_that_may_be_another_is_refused_in_every_mode(kernel, args, match):
+    tangents = tuple(1.0 if isinstance(a, float) else None for a in args)
     with pytest.raises(UnsupportedError, match=match):
-        moonlite.grad(kernel, argnums=2)(*args)
+        moonlite.grad(kernel, argnums=tangents.index(1.0))(*args)
     with pytest.raises(UnsupportedError, match=match):
-        moonlite.jvp(kernel, args, (None, None, 1.0))
+        moonlite.jvp(kernel, args, tangents)
 
 
 def test_instances_built_passed_on_and_returned_stay_correct():

@@ -45,6 +45,7 @@ import numpy as np
 
 from .gen_lists import LIST_FEATURES, list_block
 from .gen_records import RECORD_FEATURES, record_block
+from .gen_fields import FIELD_FEATURES, field_block
 from .gen_slices import SLICE_FEATURES, slice_block
 
 MAX_EXPR_DEPTH = 2
@@ -663,7 +664,7 @@ WIDE_FEATURES = frozenset({
     "sentinel_min", "sentinel_array", "softmin_exp", "softmin_log", "softmin_tuple",
     # powers: x ** 0.0 and x ** float(i) with x possibly exactly 0; smooth x ** y
     "pow_zero", "pow_loop_exponent", "pow_var",
-}) | LIST_FEATURES | RECORD_FEATURES | SLICE_FEATURES
+}) | LIST_FEATURES | RECORD_FEATURES | SLICE_FEATURES | FIELD_FEATURES
 
 
 # groups of constructs; each wide kernel writes those of a random subset ("swarm testing": a
@@ -671,7 +672,8 @@ WIDE_FEATURES = frozenset({
 WIDE_GROUPS = ("kw", "namedtuple", "jitclass", "axis", "tuple_array", "fill", "matrix", "mask",
                "sentinel", "pow")
 WIDE_GROUP_CHANCE = 0.35
-_OWN_STREAMS = ("lists", "records", "slices")  # groups drawing from random streams of their own
+FIELDS_GROUP_CHANCE = 0.2  # each such kernel compiles a jitclass's methods in every mode
+_OWN_STREAMS = ("lists", "records", "slices", "fields")  # groups drawing from random streams of their own
 
 
 class _WideGen(_Gen):
@@ -730,6 +732,7 @@ class _WideGen(_Gen):
         self.lists_rng = random.Random(f"moonlite-fuzz-wide-lists-{seed}")
         self.records_rng = random.Random(f"moonlite-fuzz-wide-records-{seed}")  # likewise
         self.slices_rng = random.Random(f"moonlite-fuzz-wide-slices-{seed}")  # likewise
+        self.fields_rng = random.Random(f"moonlite-fuzz-wide-fields-{seed}")  # likewise
 
     # ---- the module
     def source(self) -> tuple:
@@ -741,6 +744,8 @@ class _WideGen(_Gen):
             self.groups |= {"records"}
         if self.slices_rng.random() < WIDE_GROUP_CHANCE:
             self.groups |= {"slices"}
+        if self.fields_rng.random() < FIELDS_GROUP_CHANCE:
+            self.groups |= {"fields"}
         self.n = self.r.randint(2, 5)
         for index in range(self.r.choice([1, 1, 2])):
             self.helper(index)
@@ -1454,6 +1459,10 @@ class _WideGen(_Gen):
             self.emit(1, f"{acc} += {made}")
         if "lists" in self.groups:
             made = list_block(self.lists_rng, s, self.fresh, self.emit, self.features)
+            self.emit(1, f"{acc} += {made}")
+        if "fields" in self.groups:
+            made = field_block(self.fields_rng, s, self.fresh, self.emit, self.features,
+                               self.prelude)
             self.emit(1, f"{acc} += {made}")
         if "records" in self.groups:
             made = record_block(self.records_rng, s, self.fresh, self.emit, self.features,

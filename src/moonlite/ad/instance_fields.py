@@ -19,9 +19,11 @@ value at each point: `p.step()` in a loop is a loop carrying `p.v` and `p.t`.
 Refused (`UnsupportedError`), because a write through one name would be missed by a read
 through another: an instance with a written field that is also used other than by reading
 fields and having fields written (passed to a call that is not inlined, kept in a tuple,
-chosen by a branch, returned), and an instance with a written field not built here (given to
+chosen by a branch, returned); an instance with a written field not built here (given to
 the code, or chosen by a branch) when another instance of its class that may be the same
-object is seen too (given, chosen, or built and then passed on).
+object is seen too (given, chosen, or built and then passed on); and one read out of another
+value (a tuple, a field) after the function's start, where a loop would read it again before
+its writes reach it.
 """
 
 from __future__ import annotations
@@ -93,6 +95,14 @@ def _check_alone(fn: Function, root, users: dict, mode: str) -> None:
             _refuse(fn, root, f"also {_how_used(use)}", use.loc, mode)
     if _is_new(root):
         return
+    if isinstance(getattr(root, "op", None), ops.Phi):
+        _refuse(fn, root, "chosen by a branch or carried around a loop (one of several "
+                "instances)", _first_store(root, users).loc, mode)
+    if not isinstance(root, Argument) and root.op.block is not fn.entry:
+        # its fields are read where it is defined: in a loop, again after each iteration's
+        # stores (which reach the instance only when the function returns)
+        _refuse(fn, root, "that the function reads out of another value after its start (in "
+                "a loop or a branch)", _first_store(root, users).loc, mode)
     for other in _values(fn):
         if other is not root and other.type == root.type and not (
                 _is_new(other) and all(_reads_or_writes_fields(use, other)
