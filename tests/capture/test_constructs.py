@@ -11,10 +11,13 @@ from numba import literal_unroll
 import moonlite
 from moonlite.errors import UnsupportedError
 from moonlite.testing import check_rule
-from tests.corpus.constructs import CASES, Neuron
+from tests.corpus.constructs import CASES, RECORD_CASES, Neuron
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+OTHER_CASES = [c for c in CASES if c not in RECORD_CASES]  # records: test_record_fields.py
+
+
+@pytest.mark.parametrize("case", OTHER_CASES, ids=[c.name for c in OTHER_CASES])
 def test_construct_in_every_mode(case):
     check_rule(case.kernel, *case.make_args(), second_order=True)
 

@@ -16,6 +16,7 @@ from moonlite.ir import ops
 from moonlite.rules import lookup_jvp
 from moonlite.rules.records import field_is_aligned, field_setter, field_view, field_view_of
 from moonlite.testing import check_jvp, check_rule
+from tests.corpus.constructs import RECORD_CASES
 
 BODY = np.dtype([("x", "f8"), ("v", "f8"), ("m", "f8"), ("id", "i8")])
 FLAGGED = np.dtype([("x", "f8"), ("v", "f8"), ("alive", "?")])  # 17 bytes: not aligned
@@ -199,3 +200,9 @@ def test_a_view_of_a_field_is_a_view_typed_aligned_when_its_entries_are():
     field_view("x", False)(q)[0] = 5.0
     assert q[0]["x"] == 5.0
     assert not field_view("x", False).nopython_signatures[-1].return_type.aligned
+
+
+@pytest.mark.parametrize("case", RECORD_CASES, ids=[c.name for c in RECORD_CASES])
+def test_corpus_kernel_with_records_in_every_mode(case):
+    """The record kernels of tests/corpus/constructs.py (the others: test_constructs.py)."""
+    check_rule(case.kernel, *case.make_args(), second_order=True)

@@ -865,7 +865,9 @@ def _rng(seed):
     return np.random.default_rng(seed)
 
 
-CASES = [
+# records and structured arrays (checked by tests/capture/test_record_fields.py), then the rest
+# (tests/capture/test_constructs.py): two test files, which pytest-xdist runs side by side
+RECORD_CASES = [
     ConstructCase("linear_reservoirs", "record field p[i]['f']", linear_reservoirs,
                   lambda: (_rng(0).uniform(0.2, 1.5, 6), _buckets())),
     ConstructCase("particle_chain", "record fields written, by helpers, whole-field views",
@@ -884,6 +886,9 @@ CASES = [
     ConstructCase("morse_energy", "record argument, r['f'] and r.f", morse_energy,
                   lambda: (_rng(1).uniform(0.8, 1.6, 5),
                            np.array([(2.0, 1.3, 1.1)], dtype=SITE)[0])),
+]
+
+CASES = RECORD_CASES + [
     ConstructCase("oscillator_energy", "a, b = array", oscillator_energy,
                   lambda: (np.array([0.4, -0.2]), 1.3, 20)),
     ConstructCase("triangle_area", "rows unpacked", triangle_area,
