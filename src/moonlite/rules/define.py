@@ -8,9 +8,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from .. import _numba as nb
 from ..errors import MoonliteError
 from .strong_zeros import strong_product
 from .registry import lookup_field, register
+
+
+def njit_from_source(source: str, name: str, what: str, **names):
+    """The function `name` that `source` defines, compiled with `@njit`: the helpers rules
+    generate per field or class. `what` names it in tracebacks (`<moonlite what>`); `names`
+    are its globals (`__name__` makes it a function of that module)."""
+    scope: dict = dict(names)
+    exec(compile(source, f"<moonlite {what}>", "exec"), scope)
+    return nb.njit(cache=False)(scope[name])
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import NamedTuple, Optional
 from .. import _numba as nb
 from ..ir.traits import Trait
 from ..ir.types import TupleType
-from .define import no_adjoint
+from .define import njit_from_source, no_adjoint
 from .operands import reads_nothing
 from .registry import register
 
@@ -55,10 +55,10 @@ def maker_for(instance_type) -> Constructor:
 
 @functools.lru_cache(maxsize=None)  # one store function per class and field
 def field_store(instance_type, name: str):
-    """The njit function `store(obj, value)` doing `obj.name = value`: what capture calls for
-    an attribute assignment to a jitclass instance. It has no rules and is never inlined: the
-    inliner turns the fields an instance's stores write into local variables
-    (`ad/instance_fields.py`), or refuses."""
+    """The njit function `store_<name>(obj, value)` doing `obj.name = value`: what capture
+    calls for an attribute assignment to a jitclass or structref instance. It has no rules and
+    is never inlined: the inliner turns the fields an instance's stores write into local
+    variables (`ad/instance_fields.py`), or refuses."""
     store = _store_function(instance_type, name, "store")
     _STORES[id(store)] = (store, instance_type, name)
     return store
@@ -66,11 +66,11 @@ def field_store(instance_type, name: str):
 
 @functools.lru_cache(maxsize=None)
 def field_store_back(instance_type, name: str):
-    """`store(obj, value)` again, as `ad/instance_fields.py` emits it just before a return: a
-    field of an instance the code was given, written back with its final value. Nothing reads
-    it after that, so no derivative flows through it (like a write into an argument array,
-    whose derivative is no output either): its forward rule gives no tangent, its adjoint
-    sends nothing back."""
+    """`store_back_<name>(obj, value)`, the same store, as `ad/instance_fields.py` emits it
+    just before a return: a field of an instance the code was given, written back with its
+    final value. Nothing reads it after that, so no derivative flows through it (like a write
+    into an argument array, whose derivative is no output either): its forward rule gives no
+    tangent, its adjoint sends nothing back."""
     store = _store_function(instance_type, name, "store_back")
     register(store, jvp=_no_tangent, adjoint=no_adjoint, reads=reads_nothing, keywords=())
     return store
@@ -78,24 +78,21 @@ def field_store_back(instance_type, name: str):
 
 @functools.lru_cache(maxsize=None)
 def field_load(instance_type, name: str):
-    """`load(obj) -> obj.name`, as `ad/instance_fields.py` emits it where an instance the code
-    was given first has a field read that it later stores back. Not pure, unlike a field read
-    (`GetAttr`): the pullback must not read the field again, after the store back changed it
-    (reverse mode keeps the value read instead). The instance is held fixed, so the value
-    carries no derivative."""
-    scope = {"__name__": __name__}
-    exec(compile(f"def load_{name}(obj):\n    return obj.{name}\n",
-                 f"<moonlite load {class_name(instance_type)}.{name}>", "exec"), scope)
-    load = nb.njit(cache=False)(scope[f"load_{name}"])
+    """`load_<name>(obj) -> obj.name`, as `ad/instance_fields.py` emits it where an instance
+    the code was given first has a field read that it later stores back. Not pure, unlike a
+    field read (`GetAttr`): the pullback must not read the field again, after the store back
+    changed it (reverse mode keeps the value read instead). The instance is held fixed, so the
+    value carries no derivative."""
+    load = njit_from_source(f"def load_{name}(obj):\n    return obj.{name}\n", f"load_{name}",
+                            f"load {class_name(instance_type)}.{name}", __name__=__name__)
     register(load, jvp=_no_tangent, adjoint=no_adjoint, reads=reads_nothing, keywords=())
     return load
 
 
 def _store_function(instance_type, name: str, what: str):
-    scope = {"__name__": __name__}
-    exec(compile(f"def {what}_{name}(obj, value):\n    obj.{name} = value\n",
-                 f"<moonlite {what} {class_name(instance_type)}.{name}>", "exec"), scope)
-    return nb.njit(cache=False)(scope[f"{what}_{name}"])
+    return njit_from_source(f"def {what}_{name}(obj, value):\n    obj.{name} = value\n",
+                            f"{what}_{name}", f"{what} {class_name(instance_type)}.{name}",
+                            __name__=__name__)
 
 
 def _no_tangent(b, primals, tangents, kwargs):
@@ -168,10 +165,9 @@ def _make_function(instance_type, names: tuple):
     lines += ["    return obj"]
     allocate = nb.structref.new if isinstance(instance_type, nb.types.StructRef) \
         else _allocator(instance_type)
-    scope = {"new_instance": allocate, "instance_type": instance_type, "__name__": __name__}
-    exec(compile("\n".join(lines) + "\n", f"<moonlite make {instance_type.name}>", "exec"),
-         scope)
-    make = nb.njit(cache=False)(scope["make"])
+    make = njit_from_source("\n".join(lines) + "\n", "make", f"make {instance_type.name}",
+                            new_instance=allocate, instance_type=instance_type,
+                            __name__=__name__)
     # no effect: an unused instance is dropped (after its fields were read through)
     register(make, traits=Trait.PURE)
     return make
@@ -185,10 +181,9 @@ def copier_for(instance_type):
     fields = fields_of(instance_type)
     reads = [f"obj.{name}.copy()" if isinstance(t, nb.types.Array) else f"obj.{name}"
              for name, t in fields.items()]
-    scope = {"make": maker_for(instance_type).make, "__name__": __name__}
-    exec(compile(f"def copy(obj):\n    return make(({', '.join(reads)},))\n",
-                 f"<moonlite copy {class_name(instance_type)}>", "exec"), scope)
-    return nb.njit(cache=False)(scope["copy"])
+    return njit_from_source(f"def copy(obj):\n    return make(({', '.join(reads)},))\n", "copy",
+                            f"copy {class_name(instance_type)}",
+                            make=maker_for(instance_type).make, __name__=__name__)
 
 
 def _allocator(instance_type):

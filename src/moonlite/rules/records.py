@@ -27,7 +27,8 @@ from .. import _numba as nb
 from ..ir.traits import AXES_VIEW, VIEW
 from ..ir import ops
 from ..ir.types import ArrayType, from_numba, none
-from .define import RuleNotApplicable, defrule, linear_call, no_adjoint, positional_only
+from .define import (RuleNotApplicable, defrule, linear_call, njit_from_source, no_adjoint,
+                     positional_only)
 from .operands import reads_nothing
 from .registry import register
 
@@ -80,18 +81,12 @@ def holder_type(record_type) -> ArrayType:
 defrule(record_holder, _zero_record_jvp)  # a fresh zero array (the forward pass makes its own)
 
 
-def _njit_from_source(source: str, name: str, what: str, **names):
-    scope: dict = dict(names)
-    exec(compile(source, f"<moonlite {what}>", "exec"), scope)
-    return nb.njit(cache=False)(scope[name])
-
-
 @functools.lru_cache(maxsize=None)
 def field_adder(name: str):
     """The njit function `add(record, value)` doing `record[name] += value` (in place: the
     record is an entry of a shadow array). Its forward rule does the same to the tangents, so
     forward mode over a gradient (Hessians) differentiates the pullback's field updates."""
-    adder = _njit_from_source(f"def add_to_field(record, value):\n    record[{name!r}] += value\n"
+    adder = njit_from_source(f"def add_to_field(record, value):\n    record[{name!r}] += value\n"
                               "    return None\n", "add_to_field", f"field adder {name!r}")
     defrule(adder, _adder_jvp(adder))
     return adder
@@ -149,7 +144,7 @@ def field_view(name: str, aligned: bool = True):
 @functools.lru_cache(maxsize=None)
 def _field_view(name: str, aligned: bool):
     read = f"as_aligned(p[{name!r}])" if aligned else f"p[{name!r}]"
-    view = _njit_from_source(f"def field_view(p):\n    return {read}\n", "field_view",
+    view = njit_from_source(f"def field_view(p):\n    return {read}\n", "field_view",
                              f"field view {name!r}", as_aligned=as_aligned)
     register(view, jvp=linear_call(view), adjoint=no_adjoint, reads=reads_nothing,
              keywords=(), traits=AXES_VIEW | VIEW)
@@ -180,7 +175,7 @@ def array_field(name: str):
     `field_view`, it is linear and a view of its argument: a tangent record's field is its
     tangent, and reverse mode makes the same view of the record's shadow its shadow, so reads
     and writes through it are ordinary array reads and writes in every mode."""
-    read = _njit_from_source(f"def array_field(r):\n    return as_plain_array(r[{name!r}])\n",
+    read = njit_from_source(f"def array_field(r):\n    return as_plain_array(r[{name!r}])\n",
                              "array_field", f"array field {name!r}",
                              as_plain_array=as_plain_array)
     register(read, jvp=linear_call(read), adjoint=no_adjoint, reads=reads_nothing,
@@ -206,7 +201,7 @@ def field_setter(name: str):
     through `field_view`). Forward mode does the same to the tangent record. Reverse mode
     inlines every call first, so it sees most records as entries again and writes them through
     views (`ad/inline.py`); for the rest its adjoint refuses a derivative it cannot follow."""
-    setter = _njit_from_source(f"def set_field(record, value):\n    record[{name!r}] = value\n"
+    setter = njit_from_source(f"def set_field(record, value):\n    record[{name!r}] = value\n"
                                "    return None\n", "set_field", f"field setter {name!r}")
     register(setter, jvp=_setter_jvp(setter), adjoint=_setter_adjoint, reads=reads_nothing,
              keywords=())
