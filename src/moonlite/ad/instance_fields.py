@@ -11,10 +11,11 @@ value at each point: `p.step()` in a loop is a loop carrying `p.v` and `p.t`.
 
 - An instance the code builds (`make(fields)`, `capture/jitclasses.py`) starts from its fields
   tuple and needs nothing else: nobody else sees it.
-- An instance the code is given (an argument, or read out of one) starts from its fields as it
-  arrives, and each written field is stored back into it before every return, as numba would
-  leave it. A value being differentiated stored back is refused by `refusals.py`, like any
-  other write into memory the caller sees.
+- An instance the code is given (an argument, or read out of one at the start) starts from
+  its fields as it arrives (read once, by a call the pullback does not repeat), and each written
+  field is stored back into it before every return, as numba would leave it. No derivative
+  flows through the value stored back, as through a write into an argument array: it is not
+  an output (`rules/jitclasses.py: field_store_back`).
 
 Refused (`UnsupportedError`), because a write through one name would be missed by a read
 through another: an instance with a written field that is also used other than by reading
@@ -37,6 +38,7 @@ from ..ir.types import from_numba, none
 from ..rules.jitclasses import (class_name, field_index, field_load, field_store_back,
                                fields_of, is_jitclass, maker, stored_field)
 from .instances import as_field
+from .readonly import value_users
 
 _HINT = ("read and write fields of an instance the kernel builds or is given, and call its "
          "methods; do not pass it to functions with custom rules, keep it in a tuple, choose it "
@@ -52,11 +54,11 @@ def promote_instance_fields(fn: Function, b: Builder, mode: str) -> Function:
     values (see the module docstring). `b`: a Builder on `fn`."""
     stores = [op for op in fn.ops() if _is_store(op)]
     roots = list(dict.fromkeys(op.operands[0] for op in stores))
-    users = _users(fn)
+    users = value_users(fn)
     variables, loaded = [], {}
     for root in roots:
         _check_alone(fn, root, users, mode)
-        variables += _promote(fn, b, root, users[root], loaded)
+        variables += _promote(fn, b, root, [op for op, _ in users[root]], loaded)
     for op in fn.ops():
         op.operands = tuple(loaded.get(v, v) for v in op.operands)
     return promote_locals(fn, variables)
@@ -64,14 +66,6 @@ def promote_instance_fields(fn: Function, b: Builder, mode: str) -> Function:
 
 def _is_store(op) -> bool:
     return isinstance(op, ops.Call) and stored_field(op.callee) is not None
-
-
-def _users(fn: Function) -> dict:
-    found: dict = {}
-    for op in fn.ops():
-        for v in op.operands:
-            found.setdefault(v, []).append(op)
-    return found
 
 
 def _is_built(root) -> bool:
@@ -90,8 +84,8 @@ def _is_new(root) -> bool:
 def _check_alone(fn: Function, root, users: dict, mode: str) -> None:
     """Refuse `root` unless every use reads or writes one of its fields, and (given to the
     code, or chosen among instances) no other instance of its class may be the same object."""
-    for use in users.get(root, ()):
-        if not _reads_or_writes_fields(use, root):
+    for use, position in users.get(root, ()):
+        if not _reads_or_writes_fields(use, position):
             _refuse(fn, root, f"also {_how_used(use)}", use.loc, mode)
     if _is_new(root):
         return
@@ -105,14 +99,15 @@ def _check_alone(fn: Function, root, users: dict, mode: str) -> None:
                 "a loop or a branch)", _first_store(root, users).loc, mode)
     for other in _values(fn):
         if other is not root and other.type == root.type and not (
-                _is_new(other) and all(_reads_or_writes_fields(use, other)
-                                       for use in users.get(other, ()))):
+                _is_new(other) and all(_reads_or_writes_fields(use, position)
+                                       for use, position in users.get(other, ()))):
             _refuse(fn, root, "that may be the same object as another instance of its class "
                     "the function sees", _first_store(root, users).loc, mode)
 
 
-def _reads_or_writes_fields(use, instance) -> bool:
-    return isinstance(use, ops.GetAttr) or (_is_store(use) and use.operands[1] is not instance)
+def _reads_or_writes_fields(use, position: int) -> bool:
+    """An op reading a field of its operand `position`, or a store into one (not of it)."""
+    return isinstance(use, ops.GetAttr) or (_is_store(use) and position == 0)
 
 
 def _how_used(op) -> str:
@@ -120,7 +115,7 @@ def _how_used(op) -> str:
         return "chosen by a branch or carried around a loop as a new instance"
     if isinstance(op, ops.Return):
         return "returned"
-    if isinstance(op, (ops.BuildTuple, ops.TupleGetItem)):
+    if isinstance(op, ops.BuildTuple):
         return "kept in a tuple"
     if _is_store(op):
         return "stored into a field"
@@ -141,7 +136,7 @@ def _values(fn: Function):
 
 
 def _first_store(root, users: dict):
-    return next(op for op in users[root] if _is_store(op))
+    return next(op for op, _ in users[root] if _is_store(op))
 
 
 def _promote(fn: Function, b: Builder, root, uses: list, loaded: dict) -> list:

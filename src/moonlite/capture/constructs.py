@@ -151,12 +151,11 @@ class ConstructReads:
         """`State(x, v)` of a `structref.define_proxy` class as `make((x, v))`, the arguments
         converted to the fields' types; None for another constructor."""
         params = structref_fields(self.typemap.get(expr.func.name))
-        if params is None or expr.vararg is not None:
-            return None
+        if params is None or expr.vararg is not None or expr.kws:
+            return None  # keywords are rare: numba's own call
         args = self._positional(expr)
-        kws = {name: self.value(v) for name, v in expr.kws}
-        if kws or len(args) != len(params) or tuple(instance.field_dict) != params:
-            return None  # numba types only full calls; keywords are rare: its own call
+        if len(args) != len(params) or tuple(instance.field_dict) != params:
+            return None  # numba types only full calls
         ctor = maker_for(instance)
         fields = [self._coerce(a, from_numba(t))
                   for a, t in zip(args, instance.field_dict.values())]
