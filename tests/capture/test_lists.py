@@ -90,7 +90,7 @@ def test_a_list_grows_past_its_first_buffer():
 
 def test_appends_around_a_loop_and_a_list_per_iteration():
     x = np.array([0.4, -0.3, 0.9, 1.3])
-    check_rule(appends_before_in_and_after_a_loop, x, second_order=True)
+    check_rule(appends_before_in_and_after_a_loop, x)  # (second order: the other tests)
     check_rule(one_list_per_row, x)
 
 
@@ -147,6 +147,60 @@ def test_a_list_passed_to_an_njit_helper():
 
 
 @numba.njit
+def trail(x0, velocity, dt, steps):
+    # a path recorded as (x, y) tuples: unpacked from pts[-1], walked by index and by a for
+    # loop, one entry rewritten, read as a 2-D array by np.asarray
+    pts = [(x0[0], x0[1])]
+    for _ in range(steps):
+        x, y = pts[-1]
+        pts.append((x + dt * velocity[0] * np.cos(y), y + dt * velocity[1] * np.sin(x)))
+    length = 0.0
+    for i in range(1, len(pts)):
+        xa, ya = pts[i - 1]
+        xb, yb = pts[i]
+        length += np.sqrt((xb - xa) ** 2 + (yb - ya) ** 2)
+    pts[0] = (0.5 * pts[0][0], pts[0][1])
+    spread = 0.0
+    for x, y in pts:
+        spread += x * y
+    xy = np.asarray(pts)
+    return length + spread + np.sum(xy[:, 0] ** 2) / len(pts)
+
+
+@numba.njit
+def stack_of_pairs(x):
+    # a stack of (value, depth) pairs: a list literal start, extend, pop, enumerate and zip
+    stack = [(x[0], 0)]
+    total = 0.0
+    for i in range(1, x.shape[0]):
+        v, depth = stack.pop()
+        if x[i] > v:
+            stack.extend([(v, depth), (x[i] * v, depth + 1)])
+        else:
+            total += v * (depth + 1)
+            stack.append((x[i], depth))
+    for k, (v, depth) in enumerate(stack):
+        total += (k + 1) * v * v - depth
+    for (v, _), w in zip(stack, x):
+        total += v * w
+    return total + stack[0][0] * stack[-1][1]
+
+
+def test_a_list_of_float_tuples():
+    x0, velocity = np.array([0.3, -0.2]), np.array([1.1, 0.7])
+    value, _ = moonlite.value_and_grad(trail, argnums=(0, 1))(x0, velocity, 0.1, 6)
+    np.testing.assert_allclose(value, trail(x0, velocity, 0.1, 6), rtol=1e-12)
+    check_rule(trail, x0, velocity, 0.1, 6, second_order=True)
+
+
+def test_a_list_of_float_and_int_pairs_used_as_a_stack():
+    x = np.array([0.4, 0.9, 0.2, 1.3, 0.7, 1.1])
+    np.testing.assert_allclose(moonlite.value_and_grad(stack_of_pairs)(x)[0],
+                               stack_of_pairs(x), rtol=1e-12)
+    check_rule(stack_of_pairs, x)  # (second order: trail's test; CI time)
+
+
+@numba.njit
 def _grows(values, v):
     values.append(v)
     return len(values)
@@ -193,6 +247,32 @@ def appends_arrays(x):
 
 
 @numba.njit
+def _pair_products(pairs):
+    s = 0.0
+    for a, b in pairs:
+        s += a * b
+    return s
+
+
+@numba.njit
+def pairs_to_a_helper(x):
+    pairs = [(v, 2.0 * v) for v in x]
+    return _pair_products(pairs)
+
+
+@numba.njit
+def smallest_pair(x):
+    pairs = [(v, 2.0 * v) for v in x]
+    return min(pairs)[1]
+
+
+@numba.njit
+def mixed_pairs_as_an_array(x):
+    pairs = [(v, i) for i, v in enumerate(x)]
+    return np.asarray(pairs)[0, 0]
+
+
+@numba.njit
 def rebuilt_in_a_loop(x):
     values = [0.0]
     for v in x:
@@ -214,6 +294,9 @@ def concatenated(x):
     (returns_it, "a list built by append used other than read"),
     (sorts, r"list.sort\(\)"),
     (appends_arrays, "appending to a list of array"),
+    (pairs_to_a_helper, r"a list of tuples built by append passed to _pair_products\(\)"),
+    (smallest_pair, r"a list of tuples built by append given to min\(\)"),
+    (mixed_pairs_as_an_array, r"a list of tuples built by append given to asarray\(\)"),
     (rebuilt_in_a_loop, "bound to different lists"),
     (concatenated, "a list built by append used other than read"),
 ])

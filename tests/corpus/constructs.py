@@ -861,6 +861,30 @@ def peak_statistics(signal, threshold):
     return m * s + peaks[0] + _weighted_last(weight=0.5, values=peaks)
 
 
+Crossing = collections.namedtuple("Crossing", ["time", "index", "slope"])
+
+
+@numba.njit
+def crossing_period(signal, dt):
+    """Zero crossings of a sampled signal, located by linear interpolation and collected by
+    append as namedtuples (a float time, an int sample index, a float slope); the mean period
+    from successive crossings, a penalty on steep ones walked with a for loop."""
+    found = []
+    for i in range(signal.shape[0] - 1):
+        a, b = signal[i], signal[i + 1]
+        if a * b < 0.0:
+            found.append(Crossing((i + a / (a - b)) * dt, i, (b - a) / dt))
+    if len(found) < 2:
+        return 0.0
+    total = 0.0
+    for k in range(1, len(found)):
+        total += found[k].time - found[k - 1].time
+    steep = 0.0
+    for c in found:
+        steep += c.slope ** 2 * (c.index % 2 + 1)
+    return total / (len(found) - 1) + 0.01 * steep
+
+
 def _rng(seed):
     return np.random.default_rng(seed)
 
@@ -946,6 +970,9 @@ CASES = RECORD_CASES + [
     ConstructCase("peak_statistics", "a list built by append passed to njit helpers",
                   peak_statistics,
                   lambda: (np.array([0.1, 0.9, 0.2, 0.7, 0.3, 1.6, 0.4, 0.65, 0.1]), 0.3)),
+    ConstructCase("crossing_period", "a list of namedtuples (float, int, float) by append",
+                  crossing_period,
+                  lambda: (np.sin(np.linspace(0.0, 9.0, 14)) + 0.1, 0.2)),
     ConstructCase("weighted_residual_sum", "sum([...]), an integer list walked",
                   weighted_residual_sum,
                   lambda: (_rng(12).uniform(-1.0, 1.0, 6), np.array([1.0, -1.0, 2.0, 0.5, -0.2,

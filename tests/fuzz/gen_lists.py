@@ -1,7 +1,8 @@
 """The wide profile's lists (issue #20): a block at the end of a kernel that builds a list of
 floats from what is in scope (a comprehension over an array or a range, filtered by the index,
 appends in a for loop and under a branch, appends in a while loop that reads the list back) and
-reduces it to a float (`sum`, `np.array(...)`, `max`, `len`, an index, a for loop over it).
+reduces it to a float (`sum`, `np.array(...)`, `max`, `len`, an index, a for loop over it); some
+go on to append tuples made from its entries to a list of pairs, read back.
 
 The block draws from its own random stream (`rng`) and reads names only, never drawing from the
 kernel's stream: a seed's kernel without the "lists" group is the same text as before the group
@@ -15,8 +16,9 @@ from __future__ import annotations
 LIST_FEATURES = frozenset({
     "list_comprehension", "list_comprehension_range", "list_filtered", "list_append_loop",
     "list_append_branch", "list_while", "list_sum", "list_np_array", "list_max", "list_len",
-    "list_index", "list_iterated",
+    "list_index", "list_iterated", "list_of_pairs", "list_of_pairs_asarray",
 })
+PAIRS_CHANCE = 0.4  # a block of the lists group that goes on to build a list of tuples
 
 _MAPS = ("np.sin({v}) * {f}", "{v} * {v} + {f}", "np.tanh({v} + {f})", "{v} * {f} - 0.5")
 
@@ -28,7 +30,32 @@ def list_block(rng, scope, fresh, emit, features: set, indent: int = 1) -> str:
     _build(rng, scope, f, name, emit, features, indent)
     out = fresh("r")
     _reduce(rng, name, f, out, emit, features, indent)
+    if rng.random() < PAIRS_CHANCE:  # drawn last: the blocks drawn before stay as they were
+        _pairs(rng, f, name, out, emit, features, indent)
     return out
+
+
+def _pairs(rng, f, name, out, emit, features, indent) -> None:
+    """A list of tuples appended from the list (a float and its int position, or two floats),
+    walked by a for loop that unpacks them, read at an index, or read by np.asarray. Its name
+    is the list's with a suffix: the names `fresh` gives later blocks stay as they were."""
+    pairs, a, b = f"{name}_pairs", f"{name}_a", f"{name}_b"
+    features.add("list_of_pairs")
+    with_int = rng.random() < 0.5
+    second = "k" if with_int else f"v * {f}"
+    emit(indent, f"{pairs} = []")
+    emit(indent, f"for k, v in enumerate({name}):")
+    emit(indent + 1, f"{pairs}.append((np.sin(v) + {f}, {second}))")
+    form = rng.choice(["loop", "index"] if with_int else ["loop", "index", "asarray"])
+    if form == "loop":
+        emit(indent, f"for {a}, {b} in {pairs}:")
+        emit(indent + 1, f"{out} += {a} * ({b} + 1)")
+    elif form == "index":
+        emit(indent, f"{a}, {b} = {pairs}[len({pairs}) // 2]")
+        emit(indent, f"{out} += {a} * {b} + {pairs}[-1][0]")
+    else:
+        features.add("list_of_pairs_asarray")
+        emit(indent, f"{out} += np.sum(np.asarray({pairs})[:, 1] ** 2)")
 
 
 def _build(rng, scope, f, name, emit, features, indent) -> None:

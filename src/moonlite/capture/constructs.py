@@ -208,7 +208,7 @@ class ConstructReads:
             self.unsupported(f"a list built by append passed to {helper.__name__}(), which "
                              f"calls its method {method}()", "append in the kernel, and pass "
                              "the helper the finished list")
-        return self.list_entries(lst)
+        return self.list_entries(lst, f"passed to {helper.__name__}()")
 
     def refuse_list_returned(self, fn, expr, target) -> None:
         """A helper given a list built by append must not return a list (it would be the
@@ -228,7 +228,7 @@ class ConstructReads:
         if isinstance(bound, st.FlatIterator):
             return self.b.call(np.ravel, [bound.array])
         if isinstance(bound, GrowingList):
-            return self.list_entries(bound)
+            return self.list_source(bound)
         return bound
 
     def call_empty_inferred(self, expr, target):

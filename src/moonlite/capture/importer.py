@@ -439,6 +439,8 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
 
     def ex_getattr(self, expr, target):
         base = self.lookup(expr.value)
+        if isinstance(base, st.LazyElement) and base.value is not None:
+            base = base.value  # a for loop's element (`for p in pts: p.x`)
         t = self.typemap[target.name]
         if isinstance(base, st.StaticObject):
             attr = getattr(base.obj, expr.attr)
@@ -509,8 +511,10 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
 
     def ex_exhaust_iter(self, expr, target):
         bound = self.lookup(expr.value)
+        if isinstance(bound, GrowingList) and bound.holds_tuples:
+            return self.unpack_list(bound, expr.count)
         value = (self._list_as_tuple(bound) if isinstance(bound, st.ListLiteral)
-                 else self.list_entries(bound) if isinstance(bound, GrowingList)
+                 else self.list_entries(bound, "unpacked") if isinstance(bound, GrowingList)
                  else self.value(expr.value))
         if isinstance(value.type, ArrayType) and value.type.ndim > 0:
             return self._unpack_array(value, expr.count, target)

@@ -38,6 +38,8 @@ class IndexSource:
 
 def index_source(obj, element_type: Type) -> IndexSource:
     """The IndexSource for an iterable met inside zip/enumerate (or a top-level array/tuple)."""
+    if isinstance(obj, IndexSource):  # already one (a list of tuples: lists.py)
+        return obj
     if isinstance(obj, Value) and isinstance(obj.type, ArrayType):
         return IndexSource(lambda b: b.call(len, [obj], type=int64),
                            lambda b, k: b.getitem(obj, k, type=_row_type(obj.type)))

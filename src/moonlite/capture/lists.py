@@ -6,7 +6,10 @@ keeps a growing list as two IR values, a buffer array and a length, and every st
 touches the list updates them: `append` grows the buffer when it is full (doubling, so appends
 cost amortised O(1)) and writes the entry; reads see `buffer[:length]`. The AD passes then see
 only array allocations, copies, reads and writes, which every mode already differentiates (the
-buffer holds the derivatives of what was appended).
+buffer holds the derivatives of what was appended). A list of tuples of numbers (`pts.append((x,
+y))`, namedtuples too) keeps one buffer per tuple entry, all of the one length: its entries are
+values, not references, so a buffer holds what a list would (the entry read back is the tuple
+rebuilt from the buffers at its position).
 
 The buffer and length change inside loops and branches, but no numba variable names them, so the
 importer keeps their SSA form itself: each block starts with the state its one predecessor ended
@@ -18,8 +21,9 @@ A list passed to an njit helper is passed as the array view of its entries
 (`constructs.py: _list_for_helper`). Uses that need a real list are refused with a message
 naming them: passing the list to a helper that calls a list method on it or returns a list, or
 to any other function, returning it, methods other than `append`, `pop()` and `extend([...])`,
-lists of arrays or tuples, a variable rebound to another list, a loop over a list that appends
-to it.
+lists of arrays (an array appended is a reference the kernel may write after), a list of tuples
+passed to a helper or reduced by `min`/`max`, a variable rebound to another list, a loop over a
+list that appends to it.
 """
 
 from __future__ import annotations
@@ -30,8 +34,8 @@ import numpy as np
 
 from .. import _numba as nb
 from ..ir.core import Value
-from ..ir.types import ArrayType, BoolType, IntType, from_numba, int64, none
-from .iterators import range_length
+from ..ir.types import ArrayType, BoolType, IntType, TupleType, from_numba, int64, none
+from .iterators import IndexSource, check_unpack_length, range_length
 from .list_plans import ListAnalysis
 from .statics import ListLiteral
 
@@ -94,16 +98,38 @@ _READS = {np.array: "copy", np.asarray: "copy", sum: "sum", len: "len", min: "mi
 
 @dataclass(eq=False)
 class GrowingList:
-    """A list the kernel appends to: its element type and the block that builds it."""
+    """A list the kernel appends to: its element type and the block that builds it. Its state
+    where the import stands is (buffers, length): one buffer for a list of numbers, one per
+    tuple entry for a list of tuples."""
 
-    element: object  # moonlite scalar type
+    element: object  # moonlite type: a scalar, or a tuple of scalars
     label: int  # numba label of the block holding the `build_list`
     plan: object = None  # the LoopPlan of its appends, if they have one
     reserved: bool = False  # room for the plan's loop reserved
+    named: object = None  # the numba namedtuple type of its entries, if they are namedtuples
 
     @property
-    def buffer_type(self) -> ArrayType:
-        return ArrayType(self.element, 1, "C")
+    def holds_tuples(self) -> bool:
+        return isinstance(self.element, TupleType)
+
+    @property
+    def columns(self) -> tuple:
+        """The scalar type each buffer holds."""
+        return self.element.elements if self.holds_tuples else (self.element,)
+
+    @property
+    def buffer_types(self) -> tuple:
+        return tuple(ArrayType(c, 1, "C") for c in self.columns)
+
+
+def _is_number(t) -> bool:
+    return isinstance(t, (nbt.Float, nbt.Integer, nbt.Boolean))
+
+
+def _appendable(element) -> bool:
+    """Numbers, or tuples (namedtuples too) of numbers."""
+    return _is_number(element) or (isinstance(element, nbt.BaseTuple) and len(element) > 0
+                                   and all(_is_number(t) for t in element))
 
 
 @dataclass(eq=False)
@@ -143,22 +169,24 @@ class GrowingLists:
                 if state is not None:
                     self.list_state[lst] = state
                 continue
-            buffer = self.b.phi(lst.buffer_type, hint="list")
+            buffers = tuple(self.b.phi(t, hint="list") for t in lst.buffer_types)
             length = self.b.phi(int64, hint="len")
-            self.list_phis.append((label, lst, buffer, length))
-            self.list_state[lst] = (buffer.result, length.result)
+            self.list_phis.append((label, lst, buffers, length))
+            self.list_state[lst] = (tuple(phi.result for phi in buffers), length.result)
 
     def _leave_block_lists(self, label) -> None:
         self.list_end_states[label] = dict(self.list_state)
 
     def _fill_list_phis(self, preds: dict, label_of: dict) -> None:
-        for label, lst, buffer, length in self.list_phis:
+        for label, lst, buffers, length in self.list_phis:
             block = self.blocks[label]
             for pred in preds[block]:
                 state = self.list_end_states.get(label_of.get(pred), {}).get(lst)
                 if state is None:
-                    state = (self._undef(lst.buffer_type), self._undef(int64))
-                buffer.add_incoming(pred, state[0])
+                    state = (tuple(self._undef(t) for t in lst.buffer_types),
+                             self._undef(int64))
+                for phi, buffer in zip(buffers, state[0]):
+                    phi.add_incoming(pred, buffer)
                 length.add_incoming(pred, state[1])
 
     def list_phi(self, expr, target) -> GrowingList:
@@ -187,7 +215,7 @@ class GrowingLists:
         """Drop the list phis whose incoming values are all one value (or the phi itself): at
         most joins the list is the same before and after, and a buffer phi left at a loop
         header would make the reverse pass tape the buffer at every iteration."""
-        phis = [phi for _, _, buffer, length in self.list_phis for phi in (buffer, length)]
+        phis = [phi for _, _, buffers, length in self.list_phis for phi in (*buffers, length)]
         same: dict = {}
 
         def resolve(v):
@@ -215,16 +243,19 @@ class GrowingLists:
 
     def _build_growing_list(self, expr, target) -> GrowingList:
         element = self.typemap[target.name].dtype
-        if not isinstance(element, (nbt.Float, nbt.Integer, nbt.Boolean)):
+        if not _appendable(element):
             self.unsupported(f"appending to a list of {element}",
-                             "append numbers only, or fill a preallocated numpy array")
+                             "append numbers or tuples of numbers only (an array appended is a "
+                             "reference the kernel may write after), or fill a preallocated "
+                             "numpy array")
         lst = self._new_list(element, self.list_analysis.plans.get(target.name))
-        buffer = self.b.call(np.empty, [self.b.const(max(len(expr.items), 4), int64),
-                                        self.dtype_ref(element)], None, lst.buffer_type)
+        room = self.b.const(max(len(expr.items), 4), int64)
+        buffers = tuple(self.b.call(np.empty, [room, self.dtype_ref(c.to_numba())], None, t)
+                        for c, t in zip(lst.columns, lst.buffer_types))
         for k, var in enumerate(expr.items):
-            self.b.setitem(buffer, self.b.const(k, int64),
-                           self._coerce(self.value(var), lst.element))
-        self.list_state[lst] = (buffer, self.b.const(len(expr.items), int64))
+            for buffer, entry in zip(buffers, self._entry_columns(lst, self.value(var))):
+                self.b.setitem(buffer, self.b.const(k, int64), entry)
+        self.list_state[lst] = (buffers, self.b.const(len(expr.items), int64))
         loop = self.started_loops.get(lst.plan.iterator) if lst.plan else None
         if loop is not None:  # a comprehension: numba calls getiter before build_list
             self._reserve(lst, loop)
@@ -239,11 +270,12 @@ class GrowingLists:
                 self._reserve(lst, loop)
 
     def _reserve(self, lst: GrowingList, loop) -> None:
-        buffer, length = self.list_state[lst]
+        buffers, length = self.list_state[lst]
         trips = self.b.call(range_length, [loop.start, loop.stop, loop.step], None, int64)
         extra = self.b.mul(trips, self.b.const(lst.plan.appends_per_iteration, int64))
-        buffer = self.b.call(reserved, [buffer, length, extra], None, lst.buffer_type)
-        self.list_state[lst] = (buffer, length)
+        buffers = tuple(self.b.call(reserved, [buffer, length, extra], None, buffer.type)
+                        for buffer in buffers)
+        self.list_state[lst] = (buffers, length)
         lst.reserved = True
 
     def repeated_list(self, expr, target) -> GrowingList:
@@ -253,20 +285,37 @@ class GrowingLists:
         literal, count = (lhs, expr.rhs) if isinstance(lhs, ListLiteral) else (rhs, expr.lhs)
         element = self.typemap[target.name].dtype
         if not isinstance(literal, ListLiteral) or len(literal.items) != 1 \
-                or not isinstance(element, (nbt.Float, nbt.Integer, nbt.Boolean)):
+                or not _is_number(element):
             self.unsupported("repeating a list other than `[number] * n`",
                              "fill a numpy array (np.full, np.tile)")
         lst = self._new_list(element)
         n = self.b.call(max, [self._coerce(self.value(count), int64), self.b.const(0, int64)],
                         None, int64)
         value = self._coerce(literal.items[0], lst.element)
-        self.list_state[lst] = (self.b.call(np.full, [n, value], None, lst.buffer_type), n)
+        buffer = self.b.call(np.full, [n, value], None, lst.buffer_types[0])
+        self.list_state[lst] = ((buffer,), n)
         return lst
 
     def _new_list(self, element, plan=None) -> GrowingList:
-        lst = GrowingList(from_numba(element), self._label, plan)
+        named = element if isinstance(element, nbt.BaseNamedTuple) else None
+        lst = GrowingList(from_numba(element), self._label, plan, named=named)
         self.lists_built.append(lst)
         return lst
+
+    def _entry_columns(self, lst: GrowingList, value: Value) -> list:
+        """What an entry puts in each buffer: the number, or each entry of the tuple."""
+        if not lst.holds_tuples:
+            return [self._coerce(value, lst.element)]
+        return [self._coerce(self.b.tuple_getitem(value, j), c)
+                for j, c in enumerate(lst.columns)]
+
+    def _entry_at(self, b, lst: GrowingList, buffers: tuple, position: Value) -> Value:
+        """The entry at `position` (checked), as the list holds it: a number, or the tuple of
+        the buffers' entries there."""
+        columns = [b.getitem(buffer, position, c) for buffer, c in zip(buffers, lst.columns)]
+        if not lst.holds_tuples:
+            return columns[0]
+        return b.build_tuple(columns, named=lst.named)
 
     def dtype_ref(self, element) -> Value:
         """`np.float64` (...) as an argument of `np.empty`, for a numba scalar type."""
@@ -299,30 +348,59 @@ class GrowingLists:
 
     def _pop(self, lst: GrowingList) -> Value:
         """`ys.pop()`: the last entry, the length one less (IndexError on an empty list)."""
-        buffer, length = self._state(lst)
+        buffers, length = self._state(lst)
         last = self.b.call(last_position, [length], None, int64)
-        self.list_state[lst] = (buffer, last)
-        return self.b.getitem(buffer, last, lst.element)
+        self.list_state[lst] = (buffers, last)
+        return self._entry_at(self.b, lst, buffers, last)
 
     def _append(self, lst: GrowingList, value: Value):
-        buffer, length = self._state(lst)
-        value = self._coerce(value, lst.element)
+        buffers, length = self._state(lst)
+        columns = self._entry_columns(lst, value)
         if lst.reserved and self._label in lst.plan.body:
-            self.b.call(check_room, [buffer, length], None, none)
+            for buffer in buffers:
+                self.b.call(check_room, [buffer, length], None, none)
         else:
-            buffer = self.b.call(grown, [buffer, length], None, lst.buffer_type)
-        self.b.setitem(buffer, length, value)
-        self.list_state[lst] = (buffer, self.b.add(length, self.b.const(1, int64)))
+            buffers = tuple(self.b.call(grown, [buffer, length], None, buffer.type)
+                            for buffer in buffers)
+        for buffer, entry in zip(buffers, columns):
+            self.b.setitem(buffer, length, entry)
+        self.list_state[lst] = (buffers, self.b.add(length, self.b.const(1, int64)))
         return self.b.const(None, none)
 
     # --- reads ------------------------------------------------------------------------------------
 
-    def list_entries(self, lst: GrowingList) -> Value:
-        """`buffer[:length]`: the list's entries as an array view."""
-        buffer, length = self._state(lst)
+    def list_entries(self, lst: GrowingList, use: str) -> Value:
+        """`buffer[:length]`: the entries of a list of numbers as an array view (`use` names
+        what reads it, for the refusal of a list of tuples, which has no such view)."""
+        buffers, length = self._state(lst)
+        if lst.holds_tuples:
+            self._refuse_tuple_list(use)
+        return self._head(buffers[0], length)
+
+    def _head(self, buffer: Value, length: Value) -> Value:
         none_ = self.b.const(None, none)
-        return self.b.getitem(buffer, self.b.build_slice(none_, length, none_),
-                              lst.buffer_type)
+        return self.b.getitem(buffer, self.b.build_slice(none_, length, none_), buffer.type)
+
+    def _refuse_tuple_list(self, use: str):
+        self.unsupported(f"a list of tuples built by append {use}",
+                         "read its entries by index or in a for loop, or fill a preallocated "
+                         "2-D numpy array")
+
+    def list_source(self, lst: GrowingList):
+        """What a for loop (or zip, enumerate) walks: the entries of a list of numbers as an
+        array view, a list of tuples as the tuples rebuilt at each index."""
+        if not lst.holds_tuples:
+            return self.list_entries(lst, "walked")
+        buffers, length = self._state(lst)
+        return IndexSource(lambda b: length,
+                           lambda b, k: self._entry_at(b, lst, buffers, k))
+
+    def unpack_list(self, lst: GrowingList, count: int) -> Value:
+        """`a, b = ys`: the tuple of the entries (ValueError if there are not `count`)."""
+        buffers, length = self._state(lst)
+        self.b.call(check_unpack_length, [length, self.b.const(count, int64)])
+        return self.b.build_tuple([self._entry_at(self.b, lst, buffers, self.b.const(k, int64))
+                                   for k in range(count)])
 
     def _entry_position(self, lst: GrowingList, index: Value) -> Value:
         if not isinstance(index.type, IntType):
@@ -331,13 +409,14 @@ class GrowingLists:
         return self.b.call(list_position, [self._coerce(index, int64), length], None, int64)
 
     def list_getitem(self, lst: GrowingList, index: Value) -> Value:
-        buffer, _ = self._state(lst)
-        return self.b.getitem(buffer, self._entry_position(lst, index), lst.element)
+        buffers, _ = self._state(lst)
+        return self._entry_at(self.b, lst, buffers, self._entry_position(lst, index))
 
     def list_setitem(self, lst: GrowingList, index: Value, value: Value) -> None:
-        buffer, _ = self._state(lst)
-        self.b.setitem(buffer, self._entry_position(lst, index), self._coerce(value,
-                                                                                 lst.element))
+        buffers, _ = self._state(lst)
+        position = self._entry_position(lst, index)
+        for buffer, entry in zip(buffers, self._entry_columns(lst, value)):
+            self.b.setitem(buffer, position, entry)
 
     def call_reading_a_list(self, fn, expr, target):
         """`np.array(ys)`, `sum(ys)`, `len(ys)`, `min(ys)`, `max(ys)` of a growing list, or None
@@ -352,9 +431,27 @@ class GrowingLists:
         result_type = self.type_of(target)
         if kind == "len":
             return self._state(lst)[1]
-        entries = self.list_entries(lst)
+        if lst.holds_tuples:
+            return self._read_tuple_list(lst, kind, fn, result_type)
+        entries = self.list_entries(lst, "read")
         if kind == "copy":
             return self.b.call(np.copy, [entries], None, result_type)
         reduce = {"sum": np.sum, "min": np.min, "max": np.max}[kind]
         reduced = int64 if kind == "sum" and isinstance(lst.element, BoolType) else lst.element
         return self._coerce(self.b.call(reduce, [entries], None, reduced), result_type)
+
+    def _read_tuple_list(self, lst: GrowingList, kind: str, fn, result_type) -> Value:
+        """`np.asarray(pts)` of a list of tuples of one type: the 2-D array whose columns are
+        the buffers (numba's own `np.array` of such a list does not compile)."""
+        if kind != "copy" or len(set(lst.columns)) != 1:
+            self._refuse_tuple_list(f"given to {getattr(fn, '__name__', fn)}()")
+        buffers, length = self._state(lst)
+        shape = self.b.build_tuple([length, self.b.const(len(buffers), int64)])
+        out = self.b.call(np.empty, [shape, self.dtype_ref(lst.columns[0].to_numba())], None,
+                          result_type)
+        none_ = self.b.const(None, none)
+        every_row = self.b.build_slice(none_, none_, none_)
+        for j, buffer in enumerate(buffers):
+            column = self.b.build_tuple([every_row, self.b.const(j, int64)])
+            self.b.setitem(out, column, self._head(buffer, length))
+        return out
