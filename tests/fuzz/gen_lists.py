@@ -29,8 +29,10 @@ def list_block(rng, scope, fresh, emit, features: set, indent: int = 1) -> str:
     name = fresh("lst")
     _build(rng, scope, f, name, emit, features, indent)
     out = fresh("r")
-    _reduce(rng, name, f, out, emit, features, indent)
-    if rng.random() < PAIRS_CHANCE:  # drawn last: the blocks drawn before stay as they were
+    form = _reduce(rng, name, f, out, emit, features, indent)
+    # drawn last: the blocks drawn before stay as they were. Not after np.array(list): numba
+    # rewrites `np.array([... for ...])` into array code, which then fails to type another use
+    if rng.random() < PAIRS_CHANCE and form != "array":
         _pairs(rng, f, name, out, emit, features, indent)
     return out
 
@@ -103,14 +105,16 @@ _REDUCTIONS = {
 }
 
 
-def _reduce(rng, name, f, out, emit, features, indent) -> None:
+def _reduce(rng, name, f, out, emit, features, indent) -> str:
+    """Emit the reduction; return its form."""
     form = rng.choice(["sum", "array", "max", "len", "index", "iterate"])
     if form in _REDUCTIONS:
         feature, text = _REDUCTIONS[form]
         features.add(feature)
         emit(indent, f"{out} = {text.format(l=name)}")
-        return
+        return form
     features.add("list_iterated")
     emit(indent, f"{out} = 0.0")
     emit(indent, f"for k, v in enumerate({name}):")
     emit(indent + 1, f"{out} += v * (k + 1)")
+    return form

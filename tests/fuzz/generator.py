@@ -1039,9 +1039,10 @@ class _WideGen(_Gen):
 
     def rebuild_in_loop(self, s, indent, name: str, build) -> None:
         """A loop rebinding `name` to `build(first)` at every iteration, `first` a new value
-        of its field `a` computed from the last one."""
+        of its field `a` computed from the last one (a fixed count of times in a scalar helper,
+        which has no length to loop over)."""
         i = self.fresh("i")
-        self.emit(indent, f"for {i} in range({s.n}):")
+        self.emit(indent, f"for {i} in range({s.n if self.has_n(s) else 3}):")
         inner = s.child()
         inner.idx.append(i)
         first = f"0.5 * {name}.a + {self.mathf('tanh')}({self.expr(inner, 1)})"
