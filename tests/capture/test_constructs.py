@@ -19,7 +19,7 @@ OTHER_CASES = [c for c in CASES if c not in RECORD_CASES]  # records: test_recor
 
 @pytest.mark.parametrize("case", OTHER_CASES, ids=[c.name for c in OTHER_CASES])
 def test_construct_in_every_mode(case):
-    check_rule(case.kernel, *case.make_args(), second_order=True)
+    check_rule(case.kernel, *case.make_args(), second_order=case.second_order)
 
 
 def test_the_primal_ir_verifies():
