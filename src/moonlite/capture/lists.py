@@ -357,8 +357,8 @@ class GrowingLists:
         buffers, length = self._state(lst)
         columns = self._entry_columns(lst, value)
         if lst.reserved and self._label in lst.plan.body:
-            for buffer in buffers:
-                self.b.call(check_room, [buffer, length], None, none)
+            # one check: the buffers are allocated, reserved and grown together, to one size
+            self.b.call(check_room, [buffers[0], length], None, none)
         else:
             buffers = tuple(self.b.call(grown, [buffer, length], None, buffer.type)
                             for buffer in buffers)

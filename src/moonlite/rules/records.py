@@ -87,7 +87,7 @@ def field_adder(name: str):
     record is an entry of a shadow array). Its forward rule does the same to the tangents, so
     forward mode over a gradient (Hessians) differentiates the pullback's field updates."""
     adder = njit_from_source(f"def add_to_field(record, value):\n    record[{name!r}] += value\n"
-                              "    return None\n", "add_to_field", f"field adder {name!r}")
+                             "    return None\n", "add_to_field", f"field adder {name!r}")
     defrule(adder, _adder_jvp(adder))
     return adder
 
@@ -176,8 +176,8 @@ def array_field(name: str):
     tangent, and reverse mode makes the same view of the record's shadow its shadow, so reads
     and writes through it are ordinary array reads and writes in every mode."""
     read = njit_from_source(f"def array_field(r):\n    return as_plain_array(r[{name!r}])\n",
-                             "array_field", f"array field {name!r}",
-                             as_plain_array=as_plain_array)
+                            "array_field", f"array field {name!r}",
+                            as_plain_array=as_plain_array)
     register(read, jvp=linear_call(read), adjoint=no_adjoint, reads=reads_nothing,
              keywords=(), traits=AXES_VIEW | VIEW)
     return read
@@ -202,7 +202,7 @@ def field_setter(name: str):
     inlines every call first, so it sees most records as entries again and writes them through
     views (`ad/inline.py`); for the rest its adjoint refuses a derivative it cannot follow."""
     setter = njit_from_source(f"def set_field(record, value):\n    record[{name!r}] = value\n"
-                               "    return None\n", "set_field", f"field setter {name!r}")
+                              "    return None\n", "set_field", f"field setter {name!r}")
     register(setter, jvp=_setter_jvp(setter), adjoint=_setter_adjoint, reads=reads_nothing,
              keywords=())
     _SET_FIELD[setter] = name
