@@ -101,8 +101,11 @@ class _NumbaListener(nb.event.Listener):
 
 
 _listener = _NumbaListener()
-nb.event.register("numba:run_pass", _listener)
-nb.event.register("numba:llvm_lock", _listener)
+_registration = threading.Lock()
+# registered only while a recorder is open: numba broadcasts an llvm_lock event around every
+# call into LLVM (about 280,000 in compiling seven corpus kernels' derivatives), and a listener
+# registered for good made every compile in the process, the user's own included, pay for it
+_EVENTS = ("numba:run_pass", "numba:llvm_lock")
 
 
 @contextlib.contextmanager
@@ -113,11 +116,19 @@ def compile_timings():
         raise RuntimeError("compile_timings() is already open in this thread")
     recorder = CompileTimings()
     _local.recorder, _local.stack = recorder, []
-    _open += 1
+    with _registration:
+        if _open == 0:
+            for kind in _EVENTS:
+                nb.event.register(kind, _listener)
+        _open += 1
     start = time.perf_counter()
     try:
         yield recorder
     finally:
         recorder.wall = time.perf_counter() - start
-        _open -= 1
+        with _registration:
+            _open -= 1
+            if _open == 0:
+                for kind in _EVENTS:
+                    nb.event.unregister(kind, _listener)
         _local.stack = None
