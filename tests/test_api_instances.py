@@ -1,4 +1,5 @@
-"""Derivatives with respect to `@jitclass` instance arguments (api_instances.py), each checked
+"""Derivatives with respect to `@jitclass` and structref instance arguments (api_instances.py),
+each checked
 against central differences over the instance's fields: `grad` and `value_and_grad` return an
 instance of gradients, `jvp` takes an instance as the tangent, `vjp`'s pullback returns one;
 what is refused is refused with an error naming it. (`hvp`, and every mode by the rule checker:
@@ -7,10 +8,11 @@ the corpus cases `spring_energy` and `drain`, tests/capture/test_constructs.py.)
 import numba
 import numpy as np
 import pytest
-from numba.experimental import jitclass
+from numba.experimental import jitclass, structref
 
 import moonlite
 from moonlite.errors import ArgumentError, UnsupportedError
+from moonlite.testing import check_rule
 from tests.corpus.constructs import CubicSpring, Reservoir, drain, spring_energy
 
 
@@ -104,7 +106,8 @@ def test_vjp_inside_njit_code_is_refused():
     def inside(s, x):
         return moonlite.vjp(spring_energy, s, x)[0]
 
-    with pytest.raises(UnsupportedError, match="vjp inside njit code with a jitclass instance"):
+    with pytest.raises(UnsupportedError, match="vjp inside njit code with a jitclass or structref "
+                                               "instance"):
         inside(_spring(), X)
 
 
@@ -266,3 +269,68 @@ def test_a_shell_model_from_a_radiative_transfer_code():
     direction = ShellModel(np.zeros(4), np.zeros(4), 1.0, np.zeros(4))
     _, dout = moonlite.jvp(escape_probability, (model, mu), (direction, np.zeros(3)))
     np.testing.assert_allclose(dout, fd_t, rtol=1e-5)
+
+
+# --- structref arguments: the same flat form (api_instances.py) --------------------------------
+
+@structref.register
+class SmootherType(numba.types.StructRef):
+    def preprocess_fields(self, fields):
+        return tuple((name, numba.types.unliteral(t)) for name, t in fields)
+
+
+class Smoother(structref.StructRefProxy):
+    """An exponential smoother's level, its rate, a window of weights and a step count: a
+    structref with no Python properties (numba's proxies need none)."""
+
+    def __new__(cls, level, rate, weights, steps):
+        return structref.StructRefProxy.__new__(cls, level, rate, weights, steps)
+
+
+structref.define_proxy(Smoother, SmootherType, ["level", "rate", "weights", "steps"])
+
+
+@numba.njit
+def _smoother_fields(s):
+    return s.level, s.rate, s.weights.copy(), s.steps
+
+
+@numba.njit
+def smoothed_error(s, ys):
+    """Squared one-step errors of a smoother that advances its own level and step count (the
+    fields of the structref it is given: written, as numba leaves them)."""
+    err = 0.0
+    for i in range(ys.shape[0]):
+        guess = s.level + s.weights[i % s.weights.shape[0]] * s.rate
+        err += (ys[i] - guess) ** 2
+        s.level += s.rate * (ys[i] - s.level)
+        s.steps += 1
+    return err
+
+
+def _smoother(level=0.3, rate=0.4, weights=(0.5, -0.2)):
+    return Smoother(level, rate, np.array(weights), 0)
+
+
+YS = np.array([0.9, 0.1, 0.6, 0.4])
+
+
+def test_a_structref_argument_in_every_mode():
+    check_rule(smoothed_error, _smoother(), YS, second_order=True)
+
+
+def test_grad_of_a_structref_is_a_structref_of_gradients():
+    s = _smoother()
+    gs, gy = moonlite.grad(smoothed_error, argnums=(0, 1))(s, YS)
+    level, rate, weights, steps = _smoother_fields(gs)
+    assert type(gs) is Smoother and steps == 0  # an int field: no derivative
+    base = np.array([0.3, 0.4, 0.5, -0.2])
+    fd = []
+    for e in np.eye(4):
+        def at(t):
+            v = base + t * e
+            return smoothed_error(Smoother(v[0], v[1], v[2:].copy(), 0), YS)
+        fd.append((at(H) - at(-H)) / (2 * H))
+    np.testing.assert_allclose([level, rate, *weights], fd, rtol=1e-6)
+    # differentiated with respect to, the instance is left as it was (api_instances.py)
+    assert _smoother_fields(s)[0] == 0.3 and _smoother_fields(s)[3] == 0

@@ -36,7 +36,7 @@ def _kind(value) -> str:
         return "record" if has_float_fields(value.dtype) else "none"
     if isinstance(value, tuple):  # namedtuples too: their tangents are plain tuples
         return "tuple" if any(_kind(v) not in ("none", "instance") for v in value) else "none"
-    if is_jitclass_instance(value):  # (as an argument itself: api_instances.py)
+    if instance_type_of(value) is not None:  # (as an argument itself: api_instances.py)
         return "instance"
     if isinstance(value, complex) or (isinstance(value, np.ndarray)
                                       and np.issubdtype(value.dtype, np.complexfloating)):
@@ -47,6 +47,13 @@ def _kind(value) -> str:
 def is_jitclass_instance(value) -> bool:
     """A boxed `@jitclass` instance (its class carries its numba type)."""
     return isinstance(getattr(type(value), "_numba_type_", None), nb.types.ClassInstanceType)
+
+
+def instance_type_of(value):
+    """The numba type of a boxed `@jitclass` instance or structref proxy, else None."""
+    if is_jitclass_instance(value):
+        return type(value)._numba_type_
+    return value._type if isinstance(value, nb.structref.StructRefProxy) else None
 
 
 def has_float_fields(dtype) -> bool:

@@ -1,4 +1,4 @@
-"""Derivatives with respect to `@jitclass` instance arguments (issue #20).
+"""Derivatives with respect to `@jitclass` and structref instance arguments (issue #20).
 
 `grad(energy, argnums=0)(params, x)` with `params` a jitclass instance returns an instance of
 the same class whose float fields (scalars and arrays) hold the gradient; `jvp` and `hvp` take
@@ -16,7 +16,8 @@ of the instances it is given (arguments and tangents), calls it, and builds inst
 gradients (`make` again; fields without derivatives are zero: ints, bools and their arrays).
 
 The instance is the caller's: the kernel's writes into its array fields land in the caller's
-arrays, as in the primal. Writing its scalar fields is refused at capture, as for any instance.
+arrays, as in the primal. Its scalar fields the kernel writes are fields of the instance the
+flat form builds: the caller's instance keeps its values (`ad/instance_fields.py`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from .driver import PASS_CONTEXT, api_cached
 from .errors import ArgumentError, UnsupportedError
 from .ir import Builder
 from .ir.types import ArrayType, BoolType, IntType, from_numba, none
-from .rules.jitclasses import maker_for
+from .rules.jitclasses import (class_name, fields_of, is_numba_instance_type, maker_for,
+                               reader_for)
 from .rules.tangents import tangent_type, zero_tangent
 
 types = nb.types
@@ -41,18 +43,18 @@ types = nb.types
 class FlatKernel(NamedTuple):
     fn: object  # the njit function of one parameter per field (per argument otherwise)
     groups: tuple  # per argument of the kernel: its flat index, or a tuple of its fields'
-    instance_types: dict  # argument index -> numba ClassInstanceType
+    instance_types: dict  # argument index -> numba ClassInstanceType or StructRef
 
 
 def has_instance(primal_types) -> bool:
-    return any(isinstance(t, types.ClassInstanceType) for t in primal_types)
+    return any(map(is_numba_instance_type, primal_types))
 
 
 def differentiates_instance(argtypes: tuple, argnums) -> bool:
     """True if `grad(f, argnums)` at `argtypes` differentiates with respect to an instance
     (other instances are read as the kernel reads them: constants)."""
     nums = argnums if isinstance(argnums, tuple) else (argnums,)
-    return any(isinstance(argtypes[n], types.ClassInstanceType)
+    return any(is_numba_instance_type(argtypes[n])
                for n in nums if -len(argtypes) <= n < len(argtypes))
 
 
@@ -61,7 +63,7 @@ def has_instance_tangent(argtypes: tuple) -> bool:
     tangent (an instance whose tangent is None is read as a constant)."""
     if len(argtypes) != 2 or not all(isinstance(t, types.BaseTuple) for t in argtypes):
         return False
-    return any(isinstance(p, types.ClassInstanceType) and not isinstance(t, types.NoneType)
+    return any(is_numba_instance_type(p) and not isinstance(t, types.NoneType)
                for p, t in zip(argtypes[0].types, argtypes[1].types))
 
 
@@ -78,9 +80,9 @@ def _build_flat_kernel(f, primal_types: tuple) -> FlatKernel:
     params, passed, groups, instances = [], [], [], {}
     scope = {"kernel": f}
     for i, t in enumerate(primal_types):
-        if isinstance(t, types.ClassInstanceType):
+        if is_numba_instance_type(t):
             _refuse_hidden_fields(f, i, t)
-            names = [f"a{len(params) + k}" for k in range(len(t.struct))]
+            names = [f"a{len(params) + k}" for k in range(len(fields_of(t)))]
             scope[f"make{i}"] = maker_for(t).make
             passed.append(f"make{i}(({''.join(n + ', ' for n in names)}))")
             groups.append(tuple(range(len(params), len(params) + len(names))))
@@ -106,13 +108,13 @@ def _build_flat_kernel(f, primal_types: tuple) -> FlatKernel:
 def flattenable(t) -> bool:
     """True for an instance type whose every field either carries derivatives or holds no
     float (`_refuse_hidden_fields`)."""
-    return not any(hides_derivatives(from_numba(ft)) for ft in t.struct.values())
+    return not any(hides_derivatives(from_numba(ft)) for ft in fields_of(t).values())
 
 
 def _refuse_hidden_fields(f, i: int, t) -> None:
     """A field that may hold floats moonlite gives no derivative (another instance, a list)
     would be left out of the derivative: refused."""
-    for name, ft in t.struct.items():
+    for name, ft in fields_of(t).items():
         if hides_derivatives(from_numba(ft)):
             raise UnsupportedError(
                 f"differentiating with respect to a {instance_name(t)} instance (argument {i}) "
@@ -126,13 +128,13 @@ def flat_types(flat: FlatKernel, primal_types: tuple) -> tuple:
     """The numba argument types of `flat.fn`."""
     out = []
     for i, t in enumerate(primal_types):
-        out += list(t.struct.values()) if i in flat.instance_types else [t]
+        out += list(fields_of(t).values()) if i in flat.instance_types else [t]
     return tuple(out)
 
 
 def field_values(b: Builder, instance) -> list:
     """The fields of the instance value `instance`, read in declaration order."""
-    struct = instance.type.numba_type.struct
+    struct = fields_of(instance.type.numba_type)
     return [b.getattr(instance, name, from_numba(t)) for name, t in struct.items()]
 
 
@@ -147,7 +149,7 @@ def flat_values(b: Builder, flat: FlatKernel, values: list) -> list:
 def differentiable_fields(flat: FlatKernel, i: int) -> tuple:
     """The flat indices of the fields of instance argument `i` that carry derivatives."""
     t = flat.instance_types[i]
-    return tuple(k for k, ft in zip(flat.groups[i], t.struct.values())
+    return tuple(k for k, ft in zip(flat.groups[i], fields_of(t).values())
                  if tangent_type(from_numba(ft)) is not None)
 
 
@@ -157,7 +159,7 @@ def instance_of(b: Builder, flat: FlatKernel, i: int, entries: dict, primal):
     `primal`'s own (strings: nothing a derivative could be mistaken for)."""
     t = flat.instance_types[i]
     fields = []
-    for k, (name, ft) in zip(flat.groups[i], t.struct.items()):
+    for k, (name, ft) in zip(flat.groups[i], fields_of(t).items()):
         value = entries.get(k)
         if value is None or value.type == none:
             value = _zero_field(b, b.getattr(primal, name, from_numba(ft)))
@@ -225,7 +227,7 @@ def python_flat_values(flat: FlatKernel, values) -> list:
     out = []
     for i, v in enumerate(values):
         if i in flat.instance_types:
-            out += [getattr(v, name) for name in flat.instance_types[i].struct]
+            out += python_fields(v, flat.instance_types[i])
         else:
             out.append(v)
     return out
@@ -245,8 +247,8 @@ def python_instances(flat: FlatKernel, entries, primals) -> tuple:
             out.append(None)  # no field carries a derivative: as for an int argument
             continue
         t = flat.instance_types[i]
-        fields = [entries[k] if entries[k] is not None else _python_zero(getattr(primal, name))
-                  for k, name in zip(group, t.struct)]
+        fields = [entries[k] if entries[k] is not None else _python_zero(value)
+                  for k, value in zip(group, python_fields(primal, t))]
         out.append(maker_for(t).make(tuple(fields)))
     return tuple(out)
 
@@ -268,5 +270,14 @@ def around_flat(b: Builder, inner) -> object:
                              context=PASS_CONTEXT)
 
 
+def python_fields(value, instance_type) -> list:
+    """The fields of a jitclass instance or structref proxy `value`, read from Python."""
+    if isinstance(instance_type, types.ClassInstanceType):
+        return [getattr(value, name) for name in instance_type.struct]
+    return list(reader_for(instance_type)(value))
+
+
 def instance_name(t) -> str:
-    return t.class_type.class_name
+    if isinstance(t, types.ClassInstanceType):
+        return t.class_type.class_name
+    return class_name(t)

@@ -28,7 +28,7 @@ from . import _numba as nb
 from .ad.guards import (any_shared_memory, check_aliasing, deferred_interrupts, emit_guards,
                         private_copies)
 from .ad.nan_retry import has_nan, note_nan_array, note_nan_float
-from .api import _check_arguments, _check_njit, compile_lock, is_jitclass_instance
+from .api import _check_arguments, _check_njit, compile_lock, instance_type_of
 from .api_instances import flat_kernel, flattenable, python_flat_values, python_instances
 from .api_njit import _njit_function
 from .api_reverse import (_as_cotangent, _check_cotangent, _split_rule, _strong_zeros_gradients,
@@ -38,6 +38,7 @@ from .errors import ArgumentError, UnsupportedError
 from .ir import Builder
 from .ir.types import OpaqueType, from_numba, none
 from .lower import DerivedDispatcher
+from .rules.jitclasses import is_numba_instance_type
 
 types, cgutils, structref = nb.types, nb.cgutils, nb.structref
 
@@ -134,8 +135,8 @@ def _takes_instances(primals: tuple) -> bool:
     """Jitclass instances among the arguments, each of a class whose fields all carry
     derivatives or hold no floats. (An instance of another class is read as a constant, its
     gradient None, as in the kernel's own vjp; `grad` with respect to it is refused.)"""
-    found = [p for p in primals if is_jitclass_instance(p)]
-    return bool(found) and all(flattenable(type(p)._numba_type_) for p in found)
+    found = [t for t in map(instance_type_of, primals) if t is not None]
+    return bool(found) and all(map(flattenable, found))
 
 
 def _instance_vjp(f, primals: tuple):
@@ -418,8 +419,9 @@ def _vjp_ir(f, argtypes: tuple):
     inlined, not called: numba leaks the references a caller holds when its callee raises
     (numba issues #1549, #10783), which would be the copies, on every call whose kernel
     raises."""
-    if any(isinstance(t, types.ClassInstanceType) and flattenable(t) for t in argtypes):
-        raise UnsupportedError("vjp inside njit code with a jitclass instance argument",
+    if any(is_numba_instance_type(t) and flattenable(t) for t in argtypes):
+        raise UnsupportedError("vjp inside njit code with a jitclass or structref instance "
+                               "argument",
                                function=f.py_func.__qualname__, argtypes=argtypes,
                                hint="call vjp from Python, or use moonlite.grad(f, argnums=...) "
                                     "inside njit code (it returns an instance of gradients)")

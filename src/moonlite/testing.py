@@ -35,10 +35,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .api import _kind, copy_arguments as _copy, rebuild_tuple, zero_tangent_like
+from .api import (_kind, copy_arguments as _copy, instance_type_of, rebuild_tuple,
+                  zero_tangent_like)
 from .api_calls import jvp
-from .api_instances import flattenable
-from .rules.jitclasses import maker_for
+from .api_instances import flattenable, python_fields
+from .rules.jitclasses import fields_of, maker_for
 
 _DIFFERENTIABLE = ("float", "array", "tuple", "record", "records", "instance")
 STEP_SIZES = (1e-2, 3e-3, 1e-3, 3e-4, 1e-4, 3e-5, 1e-5, 1e-6, 1e-7)
@@ -83,18 +84,26 @@ def _random_tangent(a, rng):
 
 
 def _instance_floats(a) -> list:
-    """The fields of jitclass instance `a` that carry derivatives (floats, float arrays, tuples
+    """The fields of jitclass or structref instance `a` that carry derivatives (floats, float arrays, tuples
     of them), when moonlite differentiates with respect to `a` at all (api_instances.py)."""
-    if not flattenable(type(a)._numba_type_):
+    t = instance_type_of(a)
+    if not flattenable(t):
         return []
-    return [name for name in type(a)._numba_type_.struct
-            if _kind(getattr(a, name)) in ("float", "array", "tuple")]
+    return [name for name, value in zip(fields_of(t), python_fields(a, t))
+            if _kind(value) in ("float", "array", "tuple")]
 
 
 def _instance_like(a, field):
     """A new instance of `a`'s class whose field `name` is `field(name, a.name)`."""
-    t = type(a)._numba_type_
-    return maker_for(t).make(tuple(field(name, getattr(a, name)) for name in t.struct))
+    t = instance_type_of(a)
+    return maker_for(t).make(tuple(field(name, value)
+                                   for name, value in zip(fields_of(t), python_fields(a, t))))
+
+
+def _field(instance, name: str):
+    """Field `name` of a jitclass instance or structref proxy (a proxy may have no property)."""
+    t = instance_type_of(instance)
+    return dict(zip(fields_of(t), python_fields(instance, t)))[name]
 
 
 def _float_fields(a) -> list:
@@ -119,7 +128,7 @@ def inner(g, t) -> float:
     if _kind(t) in ("record", "records"):
         return float(np.sum(_record_floats(g, t) * _record_floats(t, t)))
     if _kind(t) == "instance":
-        return sum(inner(getattr(g, n), getattr(t, n)) for n in _instance_floats(t))
+        return sum(inner(_field(g, n), _field(t, n)) for n in _instance_floats(t))
     return float(np.sum(np.asarray(g, dtype=float) * np.asarray(t, dtype=float)))
 
 
@@ -141,7 +150,7 @@ def _shift(a, t, h):
         return shifted if kind == "records" else shifted[0]
     if kind == "instance":  # a new instance (its arrays copied)
         floats = _instance_floats(a)
-        return _instance_like(a, lambda name, v: _shift(v, getattr(t, name), h)
+        return _instance_like(a, lambda name, v: _shift(v, _field(t, name), h)
                               if name in floats else _shift(v, None, h))
     return a.copy() if isinstance(a, np.ndarray) else a
 
@@ -174,7 +183,7 @@ def _flatten(value, like) -> np.ndarray:
     if _kind(like) in ("record", "records"):
         return _record_floats(value, like)
     if _kind(like) == "instance" and _instance_floats(like):
-        return np.concatenate([_flatten(getattr(value, n), getattr(like, n))
+        return np.concatenate([_flatten(_field(value, n), _field(like, n))
                                for n in _instance_floats(like)])
     return np.zeros(0)
 

@@ -171,5 +171,7 @@ def test_a_structref_given_and_held_fixed_is_updated_and_differentiated_around()
     assert moonlite.value_and_grad(filtered, argnums=(0, 2))(zs, state, 0.5)[0] == value
     assert (state.mean, state.var) == (expected.mean, expected.var)
     check_rule(filtered, zs, FilterState(0.0, 1.0), 0.5, fixed=(1,), second_order=True)
-    with pytest.raises(moonlite.ArgumentError, match="argument 1 has type"):
-        moonlite.grad(filtered, argnums=1)(zs, FilterState(0.0, 1.0), 0.5)
+    # differentiated with respect to (tests/test_api_instances.py), it is left as it was
+    state = FilterState(0.0, 1.0)
+    assert type(moonlite.grad(filtered, argnums=1)(zs, state, 0.5)) is FilterState
+    assert (state.mean, state.var) == (0.0, 1.0)

@@ -186,6 +186,15 @@ def copier_for(instance_type):
                             make=maker_for(instance_type).make, __name__=__name__)
 
 
+@functools.lru_cache(maxsize=None)
+def reader_for(instance_type):
+    """An njit function returning the tuple of an instance's fields, in declaration order: how
+    Python reads a structref argument's fields (a proxy class need not define properties)."""
+    reads = [f"obj.{name}" for name in fields_of(instance_type)]
+    return njit_from_source(f"def read(obj):\n    return ({', '.join(reads)},)\n", "read",
+                            f"read {class_name(instance_type)}", __name__=__name__)
+
+
 def _allocator(instance_type):
     """An intrinsic `new_instance()` returning a zeroed instance of `instance_type` without
     running `__init__`."""
