@@ -232,9 +232,16 @@ def returns_it(x):
 
 
 @numba.njit
-def sorts(x):
+def sorts_pairs(x):
+    pairs = [(v, 2.0 * v) for v in x]
+    pairs.sort()
+    return pairs[0][1]
+
+
+@numba.njit
+def sorts_by_a_flag(x):
     values = [v for v in x]
-    values.sort()
+    values.sort(reverse=x[0] > 0.0)
     return values[0]
 
 
@@ -292,7 +299,8 @@ def concatenated(x):
     (helper_appends, r"passed to _grows\(\), which calls its method append\(\)"),
     (helper_returns_it, r"passed to _same\(\), which returns a list"),
     (returns_it, "a list built by append used other than read"),
-    (sorts, r"list.sort\(\)"),
+    (sorts_pairs, r"a list of tuples built by append reordered by sort\(\)"),
+    (sorts_by_a_flag, r"list.sort\(\) on a list the kernel builds"),
     (appends_arrays, "appending to a list of array"),
     (pairs_to_a_helper, r"a list of tuples built by append passed to _pair_products\(\)"),
     (smallest_pair, r"a list of tuples built by append given to min\(\)"),
@@ -399,3 +407,36 @@ def test_pop_from_an_empty_list_raises_as_numba_does():
         pops_an_empty_list(x)
     with pytest.raises(IndexError, match="pop from empty list"):
         moonlite.grad(pops_an_empty_list)(x)
+
+
+@numba.njit
+def trimmed_weighted_sum(x, k):
+    """Values kept by a filter, sorted, their k smallest and largest dropped (a trimmed
+    statistic): `sort()` rewrites the list's entries in order."""
+    kept = []
+    for v in x:
+        if v > -1.5:
+            kept.append(np.sin(v) * 2.0)
+    kept.sort()
+    s = 0.0
+    for i in range(k, len(kept) - k):
+        s += kept[i] * (i + 1)
+    return s
+
+
+@numba.njit
+def ranked(x):
+    squares = [v * v for v in x]
+    squares.sort(reverse=True)
+    largest = squares[0]
+    squares.reverse()  # ascending again
+    return 3.0 * largest + squares[-2] - squares[0]
+
+
+def test_a_list_sorted_and_reversed_in_place():
+    x = np.array([0.3, -0.8, 1.7, 0.2, -2.0, 0.9, 1.1])
+    check_rule(trimmed_weighted_sum, x, 1, second_order=True)
+    check_rule(ranked, x)
+    # the entries' order decides which value each derivative goes to (-2.0 is the largest square)
+    np.testing.assert_allclose(moonlite.grad(ranked)(x),
+                               [0.0, 0.0, 2 * 1.7, -2 * 0.2, 3 * -4.0, 0.0, 0.0])

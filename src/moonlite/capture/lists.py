@@ -20,7 +20,8 @@ nobody reads go with the dead code.
 A list passed to an njit helper is passed as the array view of its entries
 (`constructs.py: _list_for_helper`). Uses that need a real list are refused with a message
 naming them: passing the list to a helper that calls a list method on it or returns a list, or
-to any other function, returning it, methods other than `append`, `pop()` and `extend([...])`,
+to any other function, returning it, methods other than `append`, `pop()`, `extend([...])`,
+`reverse()` and `sort()` (a list of numbers: its head rewritten in the new order),
 lists of arrays (an array appended is a reference the kernel may write after), a list of tuples
 passed to a helper or reduced by `min`/`max`, a variable rebound to another list, a loop over a
 list that appends to it.
@@ -331,6 +332,10 @@ class GrowingLists:
 
     def _list_method_call(self, method: ListMethod, expr, target):
         lst, args = method.target, expr.args
+        if method.name == "sort" and not args and not expr.vararg:
+            descending = self._sort_reverse_flag(expr.kws)
+            if descending is not None:
+                return self._reorder(lst, "sort", descending)
         if expr.kws or expr.vararg:
             args = None
         elif method.name == "append" and len(args) == 1:
@@ -342,9 +347,45 @@ class GrowingLists:
             for item in self.lookup(args[0]).items:
                 self._append(lst, item)
             return self.b.const(None, none)
+        elif method.name == "reverse" and not args:
+            return self._reorder(lst, "reverse", descending=False)
         self.unsupported(f"list.{method.name}() on a list the kernel builds",
-                         "append(), pop() and extend([...]) are supported: fill a numpy array "
-                         "instead")
+                         "append(), pop(), extend([...]), reverse() and sort() (reverse= a "
+                         "constant) are supported: fill a numpy array instead")
+
+    def _sort_reverse_flag(self, kws) -> "bool | None":
+        """`sort()`: False; `sort(reverse=True)` with a constant: its value; else None."""
+        if not kws:
+            return False
+        if len(kws) != 1 or kws[0][0] != "reverse":
+            return None
+        found = self.fir.get_definition(kws[0][1])
+        if not isinstance(found, ir.Const) or not isinstance(found.value, (bool, int)):
+            return None  # (an ir.Expr raises KeyError, not AttributeError, for `.value`)
+        return bool(found.value)
+
+    def _reorder(self, lst: GrowingList, name: str, descending: bool):
+        """`ys.sort()` and `ys.reverse()` of a list of numbers: its entries gathered in their
+        new order (`np.argsort`, its order reversed for a descending sort, or the positions
+        backwards) and written back over the buffer's head, an array write like any other.
+        Equal entries are interchangeable, so the order among them is immaterial."""
+        if lst.holds_tuples:
+            self._refuse_tuple_list(f"reordered by {name}() (its entries compare as tuples)")
+        buffers, length = self._state(lst)
+        head = self._head(buffers[0], length)
+        positions = ArrayType(int64, 1, "C")
+        moved = head
+        if name == "sort":
+            order = self.b.call(np.argsort, [head], None, positions)
+            moved = self.b.getitem(head, order, ArrayType(lst.element, 1, "C"))
+        if name == "reverse" or descending:
+            last = self.b.sub(length, self.b.const(1, int64))
+            backwards = self.b.call(np.arange, [last, self.b.const(-1, int64),
+                                                self.b.const(-1, int64)], None, positions)
+            moved = self.b.getitem(moved, backwards, ArrayType(lst.element, 1, "C"))
+        none_ = self.b.const(None, none)
+        self.b.setitem(buffers[0], self.b.build_slice(none_, length, none_), moved)
+        return self.b.const(None, none)
 
     def _pop(self, lst: GrowingList) -> Value:
         """`ys.pop()`: the last entry, the length one less (IndexError on an empty list)."""
