@@ -2,7 +2,8 @@
 floats from what is in scope (a comprehension over an array or a range, filtered by the index,
 appends in a for loop and under a branch, appends in a while loop that reads the list back) and
 reduces it to a float (`sum`, `np.array(...)`, `max`, `len`, an index, a for loop over it); some
-go on to append tuples made from its entries to a list of pairs, read back.
+go on to append tuples made from its entries to a list of pairs, read back, and some to sort or
+reverse the list in place and read it again.
 
 The block draws from its own random stream (`rng`) and reads names only, never drawing from the
 kernel's stream: a seed's kernel without the "lists" group is the same text as before the group
@@ -16,9 +17,10 @@ from __future__ import annotations
 LIST_FEATURES = frozenset({
     "list_comprehension", "list_comprehension_range", "list_filtered", "list_append_loop",
     "list_append_branch", "list_while", "list_sum", "list_np_array", "list_max", "list_len",
-    "list_index", "list_iterated", "list_of_pairs", "list_of_pairs_asarray",
+    "list_index", "list_iterated", "list_of_pairs", "list_of_pairs_asarray", "list_sorted",
 })
 PAIRS_CHANCE = 0.4  # a block of the lists group that goes on to build a list of tuples
+SORT_CHANCE = 0.3  # ... that goes on to sort or reverse the list in place and read it again
 
 _MAPS = ("np.sin({v}) * {f}", "{v} * {v} + {f}", "np.tanh({v} + {f})", "{v} * {f} - 0.5")
 
@@ -34,7 +36,18 @@ def list_block(rng, scope, fresh, emit, features: set, indent: int = 1) -> str:
     # rewrites `np.array([... for ...])` into array code, which then fails to type another use
     if rng.random() < PAIRS_CHANCE and form != "array":
         _pairs(rng, f, name, out, emit, features, indent)
+    if rng.random() < SORT_CHANCE and form != "array":  # drawn after the pairs, for the same
+        _reordered(rng, name, out, emit, features, indent)
     return out
+
+
+def _reordered(rng, name, out, emit, features, indent) -> None:
+    """The list sorted (ascending or descending) or reversed in place, its ends read again.
+    Entries tie only by coincidence (or as copies of one value, which move together), so
+    finite differences do not cross a change of order."""
+    features.add("list_sorted")
+    emit(indent, f"{name}.{rng.choice(['sort()', 'sort(reverse=True)', 'reverse()'])}")
+    emit(indent, f"{out} += 2.0 * {name}[0] + {name}[-1] * {name}[len({name}) // 2]")
 
 
 def _pairs(rng, f, name, out, emit, features, indent) -> None:
