@@ -77,15 +77,16 @@ def _random_tangent(a, rng):
         for name in _float_fields(a):
             t[name] = rng.standard_normal(np.shape(t[name]))  # an array field: its shape too
         return t
-    if kind == "instance" and _instance_floats(a):  # an instance of its class
-        return _instance_like(a, lambda name, v: _random_tangent(v, rng)
-                              if name in _instance_floats(a) else v)
+    floats = _instance_floats(a) if kind == "instance" else []
+    if floats:  # an instance of its class
+        return _instance_like(a, lambda name, v: _random_tangent(v, rng) if name in floats else v)
     return None
 
 
 def _instance_floats(a) -> list:
-    """The fields of jitclass or structref instance `a` that carry derivatives (floats, float arrays, tuples
-    of them), when moonlite differentiates with respect to `a` at all (api_instances.py)."""
+    """The fields of jitclass or structref instance `a` that carry derivatives (floats, float
+    arrays, tuples of them), when moonlite differentiates with respect to `a` at all
+    (api_instances.py)."""
     t = instance_type_of(a)
     if not flattenable(t):
         return []
@@ -100,10 +101,11 @@ def _instance_like(a, field):
                                    for name, value in zip(fields_of(t), python_fields(a, t))))
 
 
-def _field(instance, name: str):
-    """Field `name` of a jitclass instance or structref proxy (a proxy may have no property)."""
+def _fields(instance) -> dict:
+    """{name: value} of a jitclass instance's or structref proxy's fields, read once (a proxy
+    may have no properties: its fields are read in compiled code)."""
     t = instance_type_of(instance)
-    return dict(zip(fields_of(t), python_fields(instance, t)))[name]
+    return dict(zip(fields_of(t), python_fields(instance, t)))
 
 
 def _float_fields(a) -> list:
@@ -128,7 +130,8 @@ def inner(g, t) -> float:
     if _kind(t) in ("record", "records"):
         return float(np.sum(_record_floats(g, t) * _record_floats(t, t)))
     if _kind(t) == "instance":
-        return sum(inner(_field(g, n), _field(t, n)) for n in _instance_floats(t))
+        gs, ts = _fields(g), _fields(t)
+        return sum(inner(gs[n], ts[n]) for n in _instance_floats(t))
     return float(np.sum(np.asarray(g, dtype=float) * np.asarray(t, dtype=float)))
 
 
@@ -150,7 +153,8 @@ def _shift(a, t, h):
         return shifted if kind == "records" else shifted[0]
     if kind == "instance":  # a new instance (its arrays copied)
         floats = _instance_floats(a)
-        return _instance_like(a, lambda name, v: _shift(v, _field(t, name), h)
+        ts = _fields(t)
+        return _instance_like(a, lambda name, v: _shift(v, ts[name], h)
                               if name in floats else _shift(v, None, h))
     return a.copy() if isinstance(a, np.ndarray) else a
 
@@ -183,8 +187,8 @@ def _flatten(value, like) -> np.ndarray:
     if _kind(like) in ("record", "records"):
         return _record_floats(value, like)
     if _kind(like) == "instance" and _instance_floats(like):
-        return np.concatenate([_flatten(_field(value, n), _field(like, n))
-                               for n in _instance_floats(like)])
+        values, likes = _fields(value), _fields(like)
+        return np.concatenate([_flatten(values[n], likes[n]) for n in _instance_floats(like)])
     return np.zeros(0)
 
 
