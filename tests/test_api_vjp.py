@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import moonlite
-from moonlite.api_vjp import Pullback, _first_vjp
+from moonlite.api_vjp import Pullback, _first_vjp, copy_into
 from moonlite.errors import ArgumentError
 
 from .ad.test_nan_retry import overflowing
@@ -192,3 +192,14 @@ def test_a_record_argument_keeps_the_first_calls_path_and_is_refused_inside_njit
         (site_energy(x, plus) - site_energy(x, minus)) / (2 * h), rel=1e-6)
     with pytest.raises(moonlite.UnsupportedError, match="record argument"):
         vjp_of_a_record_in_njit(x, np.array([(2.0, 1.3)], dtype=SITE))
+
+
+@pytest.mark.parametrize("target", [np.zeros(()), np.zeros((3, 4))[:, ::2], np.zeros((2, 3, 2)),
+                                    np.zeros(0), np.zeros(4, np.float32),
+                                    np.zeros(3, dtype=SITE)], ids=str)
+def test_the_compiled_vjp_copies_a_written_argument_back_entry_by_entry(target):
+    # (copy_into: what the sweep wrote into its copy of an argument goes back to the caller's)
+    rng = np.random.default_rng(3)
+    value = np.frombuffer(rng.bytes(target.nbytes), target.dtype).reshape(target.shape)
+    copy_into(target, value)
+    assert target.tobytes() == value.tobytes()

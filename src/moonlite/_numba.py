@@ -52,6 +52,9 @@ try:
     from numba.core.targetconfig import ConfigStack as _ConfigStack
     from numba.misc.special import prange  # noqa: F401
     from numba.np.ufunc.dufunc import DUFunc  # noqa: F401
+    # numba's lowering of array expressions, which lower/array_exprs.py wraps with a cache
+    from numba.np.ufunc import array_exprs  # noqa: F401
+    from numba.np import npyimpl  # noqa: F401
     import llvmlite as _llvmlite
 except ImportError as exc:  # pragma: no cover - only on an unsupported numba
     raise ImportError(f"moonlite could not import a numba internal it relies on: {exc}") from exc

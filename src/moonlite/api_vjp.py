@@ -397,7 +397,11 @@ def _out_of(pb):
 
 @nb.njit(cache=True)
 def copy_into(target, value):
-    target[...] = value
+    """`target[...] = value` for `value` of `target`'s shape, entry by entry: numba's
+    broadcasting store compiles its shape-mismatch message (numba's int-to-str formatting),
+    1.5 s the first time in a process, for an error that cannot happen here."""
+    for index in np.ndindex(target.shape):
+        target[index] = value[index]
 
 
 def _vjp_dispatcher(f):

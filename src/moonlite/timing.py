@@ -74,7 +74,8 @@ def _numba_phase(pass_name: str) -> str:
     if any(entry[0] == "capture" for entry in stack):
         return "capture"
     name = pass_name.split(" [")[0]
-    if name in ("native_lowering", "native_parfor_lowering", "nopython_backend"):
+    if name in ("native_lowering", "native_parfor_lowering", "nopython_backend",
+                "moonlite_native_lowering"):
         return "numba lowering"
     if name in _TYPING_PASSES:
         return "numba typing"

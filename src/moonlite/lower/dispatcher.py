@@ -20,7 +20,10 @@ from .. import _numba as nb
 from ..errors import ArgumentError, LoweringError
 from ..ir.core import Function
 from ..timing import phase
+from .array_exprs import derived_lowering, install as install_array_exprs
 from .emit import NumbaEmitter
+
+install_array_exprs()
 
 
 # Every moonlite-compiled function uses numba's default "python" error model, as the user's
@@ -50,6 +53,18 @@ class EmitMoonliteIR(nb.FunctionPass):
         return True
 
 
+@nb.register_pass(mutates_CFG=True, analysis_only=False)
+class DerivedLowering(nb.typed_passes.NativeLowering):
+    """numba's lowering, with the array expressions of derived code lowered through kernels
+    compiled once (lower/array_exprs.py)."""
+
+    _name = "moonlite_native_lowering"
+
+    def run_pass(self, state):
+        with derived_lowering():
+            return super().run_pass(state)
+
+
 class LoweringPipeline(nb.CompilerBase):
     def define_pipelines(self):
         full = nb.DefaultPassBuilder.define_nopython_pipeline(self.state)
@@ -63,6 +78,8 @@ class LoweringPipeline(nb.CompilerBase):
                 # variables in turn took 23% of compiling a Hessian-vector product rule
                 # (3.5 of 15 s), and typing and lowering need no SSA form
                 continue
+            elif pass_cls is nb.typed_passes.NativeLowering:
+                pm.add_pass(DerivedLowering, description)
             else:
                 pm.add_pass(pass_cls, description)
         pm.finalize()
