@@ -127,3 +127,19 @@ def test_numpy_rules_emit_no_math_calls(fn):
     assert tangent.type == arr
     callees = {getattr(op, "callee", None) for block in b.function.blocks for op in block.ops}
     assert not any(getattr(c, "__module__", None) == "math" for c in callees)
+
+
+@numba.njit
+def promoted(x):
+    return 1.0 + x * x  # a float64 array in numba for a float32 x (a float32 one in NumPy 2)
+
+
+def test_the_tangent_of_an_array_numba_promotes_has_the_primals_dtype():
+    # the rule computes dx * x + x * dx in float32: the pass converts it to the output's float64
+    # (forward over reverse pushed the float32 tangent onto a tape of float64 arrays)
+    x = np.array([0.5, -1.25, 2.0], dtype=np.float32)
+    v = np.array([1.0, 0.5, -2.0], dtype=np.float32)
+    out, tangent = moonlite.jvp(promoted, (x,), (v,))
+    assert out.dtype == tangent.dtype == np.float64
+    np.testing.assert_allclose(tangent, 2.0 * x.astype(np.float64) * v, rtol=1e-6)
+    check_jvp(promoted, x, rtol=1e-3, atol=1e-4)

@@ -51,8 +51,8 @@ from .opinfo import (describe as _describe, keyword_values as _keyword_values,
                      positional as _positional, primitive as _primitive)
 from .readonly import never_written
 from .refusals import arrays_held_by_opaque_values, refusal
-from .tangents import (ZERO, coerce_tangent, is_differentiable, materialize, mentions_complex,
-                       tangent_type)
+from .tangents import (ZERO, coerce_tangent, in_dtype_of, is_differentiable, materialize,
+                       mentions_complex, tangent_type)
 
 
 def forward_transform(fn: Function, width: int = 1, active=None,
@@ -233,7 +233,8 @@ class _ForwardPass:
         rule = checked_division_jvp if is_checked_division(op) else self._rule(op)
         out = [self._apply(rule, op, new, ts) for ts in tangents]
         if result is not None and is_differentiable(result.type):
-            self.set_tangents(result, [self._as_result_tangent(result, t) for t in out])
+            clone = getattr(new, "result", None)
+            self.set_tangents(result, [self._as_result_tangent(result, t, clone) for t in out])
             self._debug_check(op, f"the tangent {_describe(op)} returned")
 
     def on_stackable_allocation(self, op: ops.Call) -> None:
@@ -332,14 +333,14 @@ class _ForwardPass:
             tangent = self.b.call(np.copy, [tangent])  # never the primal array itself
         return tangent
 
-    def _as_result_tangent(self, result: Value, tangent):
+    def _as_result_tangent(self, result: Value, tangent, new_result: Optional[Value]):
         if tangent is None:
             return self.fresh_or_zero(result)[0]
         if isinstance(result.type, FloatType):
             if isinstance(tangent.type, ArrayType):  # numba makes 0-d array + 1.0 a number
                 tangent = self.b.getitem(tangent, self.b.build_tuple([]))
             return self.b.cast(tangent, result.type)
-        return tangent
+        return in_dtype_of(self.b, tangent, new_result)  # (new_result: the clone's)
 
     def _may_write(self, op, position: int) -> bool:
         """Whether a call may write into its operand `position`: for an njit callee forward

@@ -128,3 +128,23 @@ def coerce_tangent(b: Builder, want: Type, value: Value) -> Optional[Value]:
     if want == none:
         return b.const(None, none)
     return None
+
+
+@nb.njit(cache=True)
+def converted_like(t, like):
+    """`t`'s values in `like`'s dtype: the tangent of an array numba promotes (`1.0 + x * x` on a
+    float32 `x` is a float64 array in numba, in NumPy 2 a float32 one) where a rule computed it
+    in its operand's dtype."""
+    return t.astype(like.dtype)
+
+
+def in_dtype_of(b: Builder, tangent: Value, primal: Optional[Value]) -> Value:
+    """`tangent` as an array of `primal`'s float dtype (itself when they agree, or when there is
+    no primal value to take the dtype from)."""
+    if primal is None:
+        return tangent
+    want, got = primal.type, tangent.type
+    if not (isinstance(want, ArrayType) and isinstance(got, ArrayType)) \
+            or want.dtype == got.dtype or not isinstance(want.dtype, FloatType):
+        return tangent
+    return b.call(converted_like, [tangent, primal], type=ArrayType(want.dtype, got.ndim, "C"))

@@ -133,6 +133,39 @@ for _helper in (*SUM_TO_SHAPE.values(), same_size_or_raise):
     defrule(_helper, _linear_in_the_adjoint(_helper))
 
 
+# The pullback of an in-place operation on an array (`a += b`) puts back the values `a` held
+# before it (a copy of the same shape). Written as `a[:] = saved`, numba compiled its broadcasting
+# store, whose error message for mismatched shapes (numba's int-to-str formatting,
+# `raise_with_shape_context`) took 2 s of the first gradient in a process of a kernel with an
+# in-place operation on a 2-d array: the primal, without that store, never compiled it.
+
+@nb.njit(cache=True)
+def restore_1d(target, saved):
+    for i in range(target.shape[0]):
+        target[i] = saved[i]
+    return None
+
+
+@nb.njit(cache=True)
+def restore_2d(target, saved):
+    for i in range(target.shape[0]):
+        for j in range(target.shape[1]):
+            target[i, j] = saved[i, j]
+    return None
+
+
+@nb.njit(cache=True)
+def restore_3d(target, saved):
+    for i in range(target.shape[0]):
+        for j in range(target.shape[1]):
+            for k in range(target.shape[2]):
+                target[i, j, k] = saved[i, j, k]
+    return None
+
+
+RESTORE = {1: restore_1d, 2: restore_2d, 3: restore_3d}
+
+
 # --- tapes crossing between the sweep and the pullback of a vjp (split.py) ------------
 
 @nb.njit(cache=True)

@@ -16,7 +16,7 @@ from ...ir.traits import ALLOCATES
 from ..opinfo import (describe as _describe,
                      positional as _positional, primitive as _primitive)
 from ...rules.records import field_adder
-from .helpers import masked_add, scatter_add
+from .helpers import RESTORE, masked_add, scatter_add
 from ...rules.records import record_source
 from .types import (Entry, has_adjoint as _has_adjoint, is_float as _is_float,
                             is_float_array as _is_float_array)
@@ -170,8 +170,17 @@ class MemoryAdjoints:
         elif shadow is not None and kind not in (ops.Add, ops.Sub):
             raise self.unsupported(op, f"the in-place operator {kind.SYMBOL}= in reverse mode",
                                    f"write it as a = a {kind.SYMBOL} b")
-        self.b.setitem(target, self.b.build_slice(*(self.b.const(None, none),) * 3), saved)
+        self._restore(target, saved)
         self.release(op, key=Saved(op))
+
+    def _restore(self, target, saved) -> None:
+        """target[...] = saved (a copy of target): entry by entry for up to 3 dimensions
+        (helpers.RESTORE), numba's slice store beyond."""
+        restore = RESTORE.get(target.type.ndim) if isinstance(target.type, ArrayType) else None
+        if restore is not None:
+            self.b.call(restore, [target, saved], type=none)
+        else:
+            self.b.setitem(target, self.b.build_slice(*(self.b.const(None, none),) * 3), saved)
 
     def _adjoint_product(self, shadow, saved):
         """shadow * saved, exactly zero where the shadow is in the strong-zeros variant."""

@@ -1,0 +1,99 @@
+"""The pullback of an in-place operation on an array puts back what the array held before it:
+entry by entry for up to 3 dimensions (`helpers.RESTORE`, no numba broadcasting store and its
+error formatting to compile), numba's slice store beyond. Every mode, second order included,
+against finite differences."""
+
+import numba
+import numpy as np
+import pytest
+
+from moonlite.ad.reverse.helpers import RESTORE
+from moonlite.driver import derived_reverse_rule
+from moonlite.ir import ops
+from moonlite.testing import check_rule
+
+
+@numba.njit
+def relaxed(x, y):
+    z = y.copy()
+    for _ in range(3):
+        z += x
+        z *= x
+        z -= 0.5 * y
+        z /= 1.0 + x * x
+    return np.sum(z * z)
+
+
+@numba.njit
+def column_updates(a, w):
+    b = a.copy()
+    for j in range(b.shape[1]):
+        b[:, j] *= w[j]  # a strided 1-d view of a 2-d array
+        b[:, j] += np.sin(b[:, 0])
+    return np.sum(b * b)
+
+
+@numba.njit
+def in_place_nd(x):
+    z = x * 1.5
+    z *= x
+    z += np.cos(x)
+    return np.sum(z * x)
+
+
+ATOM = np.dtype([("mass", "f8"), ("pos", "f8", (3,)), ("vel", "f8", (3,))])
+
+
+@numba.njit
+def drift(atoms, dt, steps):
+    for _ in range(steps):
+        for i in range(atoms.shape[0]):
+            atoms[i].pos += dt * atoms[i].vel  # a record's array field, written in place
+            atoms[i].vel *= 1.0 - 0.1 * dt * atoms[i].mass
+    e = 0.0
+    for i in range(atoms.shape[0]):
+        e += np.sum(atoms[i].pos * atoms[i].pos) + atoms[i].mass * np.sum(atoms[i].vel ** 2)
+    return e
+
+
+def _atoms():
+    atoms = np.zeros(3, dtype=ATOM)
+    atoms["mass"] = [1.0, 2.0, 0.5]
+    atoms["pos"] = np.arange(9.0).reshape(3, 3) / 4.0
+    atoms["vel"] = np.linspace(-1.0, 1.0, 9).reshape(3, 3)
+    return atoms
+
+
+rng = np.random.default_rng(11)
+CASES = [
+    ("2-d, in a loop", relaxed, (rng.uniform(0.5, 1.5, (3, 4)), rng.uniform(0.5, 1.5, (3, 4)))),
+    ("float32", relaxed, (rng.uniform(0.5, 1.5, (3, 2)).astype(np.float32),
+                          rng.uniform(0.5, 1.5, (3, 2)).astype(np.float32))),
+    ("a strided column", column_updates, (rng.standard_normal((4, 3)), rng.standard_normal(3))),
+    ("1-d", in_place_nd, (rng.standard_normal(5),)),
+    ("3-d", in_place_nd, (rng.standard_normal((2, 3, 2)),)),
+    ("4-d: numba's slice store", in_place_nd, (rng.standard_normal((2, 1, 2, 2)),)),
+    ("a record's array field", drift, (_atoms(), 0.1, 3)),
+]
+
+
+@pytest.mark.parametrize("kernel, args", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_in_place_operations_differentiate_in_every_mode(kernel, args):
+    tolerances = {"rtol": 1e-3, "atol": 1e-4} if args[0].dtype == np.float32 else {}
+    check_rule(kernel, *args, second_order=True, **tolerances)
+
+
+def _calls_and_stores(kernel, args):
+    rule = derived_reverse_rule(kernel, tuple(numba.typeof(a) for a in args))
+    ops_ = list(rule.ir.ops())
+    restores = [op for op in ops_ if isinstance(op, ops.Call) and op.callee in RESTORE.values()]
+    slice_stores = [op for op in ops_ if isinstance(op, ops.SetItem)
+                    and isinstance(op.index.op, ops.BuildSlice)]
+    return restores, slice_stores
+
+
+def test_up_to_three_dimensions_restore_entry_by_entry_beyond_by_a_slice_store():
+    restores, slice_stores = _calls_and_stores(in_place_nd, (np.ones((2, 3)),))
+    assert len(restores) == 2 and not slice_stores
+    restores, slice_stores = _calls_and_stores(in_place_nd, (np.ones((2, 1, 2, 2)),))
+    assert not restores and len(slice_stores) == 2
