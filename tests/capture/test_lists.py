@@ -239,6 +239,13 @@ def sorts_pairs(x):
 
 
 @numba.njit
+def removes_a_pair(x):
+    pairs = [(v, 2.0 * v) for v in x]
+    pairs.remove((x[1], 2.0 * x[1]))
+    return pairs[0][1]
+
+
+@numba.njit
 def sorts_by_a_flag(x):
     values = [v for v in x]
     values.sort(reverse=x[0] > 0.0)
@@ -300,6 +307,7 @@ def concatenated(x):
     (helper_returns_it, r"passed to _same\(\), which returns a list"),
     (returns_it, "a list built by append used other than read"),
     (sorts_pairs, r"a list of tuples built by append reordered by sort\(\)"),
+    (removes_a_pair, r"a list of tuples built by append searched by remove\(\)"),
     (sorts_by_a_flag, r"list.sort\(\) on a list the kernel builds"),
     (appends_arrays, "appending to a list of array"),
     (pairs_to_a_helper, r"a list of tuples built by append passed to _pair_products\(\)"),
@@ -329,8 +337,42 @@ def walks_while_appending(x):
 def test_a_loop_over_a_list_appending_to_it_is_refused():
     x = np.array([0.4, -0.3, 0.9])
     assert walks_while_appending(x) == 0.4 - 0.3 + 0.8 - 0.6 + 1.6  # numba sees new entries
-    with pytest.raises(UnsupportedError, match="a for loop over a list that appends to the same"):
+    with pytest.raises(UnsupportedError, match="a for loop over a list that changes the same "
+                       "list's length"):
         moonlite.grad(walks_while_appending)(x)
+
+
+@numba.njit
+def pops_while_enumerating(x):
+    ys = [v * v for v in x]
+    s = 0.0
+    for i, y in enumerate(ys):
+        s += y * (i + 1)
+        ys.pop()  # numba's loop stops early: the list got shorter
+    return s
+
+
+@numba.njit
+def removes_while_zipping(x):
+    ys = [v * v for v in x]
+    s = 0.0
+    for y, v in zip(ys, x):
+        s += y * v
+        if y > 0.5:
+            ys.remove(y)
+    return s
+
+
+@pytest.mark.parametrize("kernel", [pops_while_enumerating, removes_while_zipping])
+def test_a_loop_over_a_list_shortening_it_is_refused(kernel):
+    # moonlite walked the entries the list had when the loop started: 91.0 for 14.0 (a wrong
+    # value and gradient) before enumerate and zip of a list were looked through
+    x = np.arange(1.0, 7.0)
+    kernel(x)
+    for derive in (lambda: moonlite.grad(kernel)(x),
+                   lambda: moonlite.jvp(kernel, (x,), (np.ones(6),))):
+        with pytest.raises(UnsupportedError, match="changes the same list's length"):
+            derive()
 
 
 @numba.njit
@@ -440,3 +482,103 @@ def test_a_list_sorted_and_reversed_in_place():
     # the entries' order decides which value each derivative goes to (-2.0 is the largest square)
     np.testing.assert_allclose(moonlite.grad(ranked)(x),
                                [0.0, 0.0, 2 * 1.7, -2 * 0.2, 3 * -4.0, 0.0, 0.0])
+
+
+@numba.njit
+def moving_average_energy(x, width):
+    """A window kept as a list used as a queue: append at the back, pop(0) at the front."""
+    window = []
+    total = 0.0
+    energy = 0.0
+    for v in x:
+        window.append(v)
+        total += v
+        if len(window) > width:
+            total -= window.pop(0)
+        mean = total / len(window)
+        energy += (v - mean) ** 2
+    return energy
+
+
+@numba.njit
+def best_k(x, k):
+    """The k largest values kept in descending order by insertion, the way a top-k or an
+    order book is written with a list: find the place, insert, drop the last."""
+    best = [x[0]]  # (numba cannot type an empty list that only insert() fills)
+    for v in x[1:]:
+        place = len(best)
+        for i in range(len(best)):
+            if v > best[i]:
+                place = i
+                break
+        best.insert(place, v)
+        if len(best) > k:
+            best.pop()
+    s = 0.0
+    for i in range(len(best)):
+        s += best[i] / (i + 1)
+    return s
+
+
+@numba.njit
+def without_extremes(x):
+    """Outliers removed by value, then the list reused after clear()."""
+    ys = [np.exp(0.5 * v) for v in x]
+    ys.remove(max(ys))
+    ys.remove(min(ys))
+    centre = sum(ys) / len(ys)
+    ys.clear()
+    for v in x:
+        ys.insert(-1, (v - centre) ** 2)  # before the last entry (at 0 while empty)
+    return centre + ys[0] + 2.0 * ys[-1]
+
+
+@numba.njit
+def swaps_pairs(x):
+    pts = []
+    for i in range(x.shape[0]):
+        pts.append((x[i], 2.0 * x[i] + i))
+    a, b = pts.pop(1)
+    pts.insert(-2, (b, a * a))
+    s = 0.0
+    for u, w in pts:
+        s = 0.5 * s + u * w
+    return s
+
+
+def test_pop_at_a_position_insert_remove_and_clear():
+    x = np.array([0.3, -0.8, 1.7, 0.2, -2.0, 0.9, 1.1])
+    for kernel, args in ((moving_average_energy, (x, 3)), (best_k, (x, 3)),
+                         (without_extremes, (x,)), (swaps_pairs, (x,))):
+        assert moonlite.value_and_grad(kernel)(*args)[0] == pytest.approx(kernel(*args),
+                                                                          rel=1e-12)
+        check_rule(kernel, *args, second_order=True)
+    # each of the 3 largest values counts 1/(its rank): the rest have no derivative
+    np.testing.assert_allclose(moonlite.grad(best_k)(x, 3),
+                               [0.0, 0.0, 1.0, 0.0, 0.0, 1.0 / 3.0, 0.5])
+
+
+@numba.njit
+def pops_past_the_end(x, i):
+    ys = [v for v in x]
+    return ys.pop(i)
+
+
+@numba.njit
+def removes_a_missing_value(x):
+    ys = [v for v in x]
+    ys.remove(x[0] + 100.0)
+    return ys[0]
+
+
+def test_pop_and_remove_raise_as_numba_does():
+    x = np.array([0.4, -0.3])
+    for i in (2, -3):
+        with pytest.raises(IndexError):
+            pops_past_the_end(x, i)
+        with pytest.raises(IndexError):
+            moonlite.grad(pops_past_the_end)(x, i)
+    with pytest.raises(ValueError):
+        removes_a_missing_value(x)
+    with pytest.raises(ValueError, match="x not in list"):
+        moonlite.grad(removes_a_missing_value)(x)

@@ -21,6 +21,7 @@ LIST_FEATURES = frozenset({
 })
 PAIRS_CHANCE = 0.4  # a block of the lists group that goes on to build a list of tuples
 SORT_CHANCE = 0.3  # ... that goes on to sort or reverse the list in place and read it again
+EDIT_CHANCE = 0.3  # ... that goes on to insert into the list, pop(i) or remove from it
 
 _MAPS = ("np.sin({v}) * {f}", "{v} * {v} + {f}", "np.tanh({v} + {f})", "{v} * {f} - 0.5")
 
@@ -38,7 +39,25 @@ def list_block(rng, scope, fresh, emit, features: set, indent: int = 1) -> str:
         _pairs(rng, f, name, out, emit, features, indent)
     if rng.random() < SORT_CHANCE and form != "array":  # drawn after the pairs, for the same
         _reordered(rng, name, out, emit, features, indent)
+    if rng.random() < EDIT_CHANCE and form != "array":  # drawn after the sort, likewise
+        _edited(rng, name, out, emit, features, indent)
     return out
+
+
+def _edited(rng, name, out, emit, features, indent) -> None:
+    """An entry inserted (at the front, before the last or in the middle), then pop(i) and/or
+    remove(v) when the list has room, the ends read again."""
+    features.add("list_edited")
+    place = rng.choice(["0", "-1", f"len({name}) // 2"])
+    emit(indent, f"{name}.insert({place}, 0.5 * {out})")
+    edit = rng.choice(["pop", "remove", "both"])
+    if edit in ("pop", "both"):
+        emit(indent, f"if len({name}) > 1:")
+        emit(indent + 1, f"{out} += 0.25 * {name}.pop({rng.choice(['0', '1', '-2'])})")
+    if edit in ("remove", "both"):
+        emit(indent, f"if len({name}) > 1:")
+        emit(indent + 1, f"{name}.remove({name}[-1])")
+    emit(indent, f"{out} += 1.5 * {name}[0] + {name}[-1]")
 
 
 def _reordered(rng, name, out, emit, features, indent) -> None:

@@ -21,6 +21,7 @@ from .. import _numba as nb
 ir = nb.ir
 
 _LIST_MUTATORS = ("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse")
+_RESIZERS = ("append", "extend", "insert", "pop", "remove", "clear")
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,10 @@ class ListAnalysis:
     def __init__(self, blocks: dict):
         self.parent: dict = {}
         builds, mutated, appends, iternexts, self._getiters = {}, set(), [], [], []
-        self._extended: set = set()
+        self._extended: set = set()  # lists that grow by more than appends: no plan
+        self._resizes: list = []  # (label, variable) of every call that changes a length
+        self._globals: dict = {}  # variable -> the global or free variable it holds
+        self._wrapped: dict = {}  # result of enumerate(...) or zip(...) -> its arguments
         for label, block in blocks.items():
             for stmt in block.body:
                 self._scan(label, stmt, builds, mutated, appends, iternexts)
@@ -50,7 +54,7 @@ class ListAnalysis:
         self.cfg = nb.compute_cfg_from_blocks(blocks)  # the importer's list states use it too
         loops = self.cfg.loops()
         self.plans = self._plans(blocks, loops, builds, appends, iternexts)
-        self.appended_while_walked = self._walked_and_appended(loops, appends, iternexts)
+        self.resized_while_walked = self._walked_and_resized(loops, iternexts)
 
     def root(self, name: str) -> str:
         while self.parent.setdefault(name, name) != name:
@@ -66,6 +70,8 @@ class ListAnalysis:
         if not isinstance(stmt, ir.Assign):
             return
         value, name = stmt.value, stmt.target.name
+        if isinstance(value, (ir.Global, ir.FreeVar)):
+            self._globals[name] = value.value
         if isinstance(value, ir.Var):
             self._union(name, value.name)
         elif not isinstance(value, ir.Expr):
@@ -80,24 +86,30 @@ class ListAnalysis:
             mutated.add(value.value.name)
             if value.attr in ("append", "extend"):
                 appends.append((label, value.value.name))
-            if value.attr == "extend":  # adds several entries: no plan counts them
+            if value.attr in ("extend", "insert"):  # entries no plan of appends counts
                 self._extended.add(value.value.name)
+            if value.attr in _RESIZERS:
+                self._resizes.append((label, value.value.name))
+        elif value.op == "call" and self._globals.get(value.func.name) in (enumerate, zip):
+            self._wrapped[name] = [a.name for a in value.args if isinstance(a, ir.Var)]
         elif value.op == "iternext":
             iternexts.append((label, value.value.name))
         elif value.op == "getiter":
             self._getiters.append((name, value.value.name))
 
-    def _walked_and_appended(self, loops, appends, iternexts) -> set:
-        """Alias roots of lists a for loop walks while its body appends to them (Python's loop
-        would see the new entries; moonlite's walks the entries the list had: refused)."""
+    def _walked_and_resized(self, loops, iternexts) -> set:
+        """Alias roots of what for loops walk (a list, or enumerate or zip of one) while their
+        bodies change that list's length (Python's loop, and numba's, would see the new length;
+        moonlite's walks the entries the list had when the loop started: refused)."""
         found = set()
         for iterator, walked in self._getiters:
             for header, loop in loops.items():
                 if not any(label in loop.body and self.root(var) == self.root(iterator)
                            for label, var in iternexts):
                     continue
-                if any(label in loop.body and self.root(var) == self.root(walked)
-                       for label, var in appends):
+                lists = {self.root(v) for v in [walked, *self._wrapped.get(walked, ())]}
+                if any(label in loop.body and self.root(var) in lists
+                       for label, var in self._resizes):
                     found.add(self.root(walked))
         return found
 

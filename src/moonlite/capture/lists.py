@@ -20,8 +20,9 @@ nobody reads go with the dead code.
 A list passed to an njit helper is passed as the array view of its entries
 (`constructs.py: _list_for_helper`). Uses that need a real list are refused with a message
 naming them: passing the list to a helper that calls a list method on it or returns a list, or
-to any other function, returning it, methods other than `append`, `pop()`, `extend([...])`,
-`reverse()` and `sort()` (a list of numbers: its head rewritten in the new order),
+to any other function, returning it, methods other than `append`, `pop()`, `pop(i)`,
+`insert(i, v)`, `clear()`, `extend([...])`, and, on a list of numbers, `remove(v)`, `reverse()`
+and `sort()` (its head rewritten in the new order),
 lists of arrays (an array appended is a reference the kernel may write after), a list of tuples
 passed to a helper or reduced by `min`/`max`, a variable rebound to another list, a loop over a
 list that appends to it.
@@ -81,6 +82,19 @@ def _list_position_py(index, length):
     return index
 
 
+def _insert_position_py(index, length):
+    if index < 0:
+        index = max(index + length, 0)
+    return min(index, length)
+
+
+def _position_of_py(entries, value):
+    for k in range(entries.shape[0]):
+        if entries[k] == value:
+            return k
+    raise ValueError("list.remove(x): x not in list")
+
+
 # The buffer with room for one more entry (itself while there is room).
 grown = nb.njit(cache=True)(_grown_py)
 # The buffer with room for `extra` more entries, reserved before the loop that appends them.
@@ -92,6 +106,10 @@ last_position = nb.njit(cache=True)(_last_position_py)
 # A list index made non-negative and checked as a list checks it (always, not only under
 # boundscheck: the buffer's spare capacity must never be read).
 list_position = nb.njit(cache=True)(_list_position_py)
+# Where ys.insert(i, v) puts v: i counted from the end if negative, clamped to the list.
+insert_position = nb.njit(cache=True)(_insert_position_py)
+# Where ys.remove(v) removes: the first entry equal to v (ValueError if there is none).
+position_of = nb.njit(cache=True)(_position_of_py)
 
 # Python's calls that read a list as numba does an array of its entries
 _READS = {np.array: "copy", np.asarray: "copy", sum: "sum", len: "len", min: "min", max: "max"}
@@ -342,6 +360,16 @@ class GrowingLists:
             return self._append(lst, self.value(args[0]))
         elif method.name == "pop" and not args:
             return self._pop(lst)
+        elif method.name == "pop" and len(args) == 1:
+            return self._pop_at(lst, self._entry_position(lst, self.value(args[0])))
+        elif method.name == "insert" and len(args) == 2:
+            return self._insert(lst, self.value(args[0]), self.value(args[1]))
+        elif method.name == "remove" and len(args) == 1:
+            return self._remove(lst, self.value(args[0]))
+        elif method.name == "clear" and not args:
+            buffers, _ = self._state(lst)
+            self.list_state[lst] = (buffers, self.b.const(0, int64))
+            return self.b.const(None, none)
         elif method.name == "extend" and len(args) == 1 \
                 and isinstance(self.lookup(args[0]), ListLiteral):
             for item in self.lookup(args[0]).items:
@@ -350,8 +378,9 @@ class GrowingLists:
         elif method.name == "reverse" and not args:
             return self._reorder(lst, "reverse", descending=False)
         self.unsupported(f"list.{method.name}() on a list the kernel builds",
-                         "append(), pop(), extend([...]), reverse() and sort() (reverse= a "
-                         "constant) are supported: fill a numpy array instead")
+                         "append(), pop(), pop(i), insert(i, v), remove(v), clear(), "
+                         "extend([...]), reverse() and sort() (reverse= a constant) are "
+                         "supported: fill a numpy array instead")
 
     def _sort_reverse_flag(self, kws) -> "bool | None":
         """`sort()`: False; `sort(reverse=True)` with a constant: its value; else None."""
@@ -393,6 +422,56 @@ class GrowingLists:
         last = self.b.call(last_position, [length], None, int64)
         self.list_state[lst] = (buffers, last)
         return self._entry_at(self.b, lst, buffers, last)
+
+    def _pop_at(self, lst: GrowingList, position: Value) -> Value:
+        """`ys.pop(i)` (`position`: i checked): the entry there, the entries after it moved one
+        place down (array copies and writes, which every mode differentiates)."""
+        buffers, length = self._state(lst)
+        entry = self._entry_at(self.b, lst, buffers, position)
+        after = self.b.add(position, self.b.const(1, int64))
+        last = self.b.sub(length, self.b.const(1, int64))
+        for buffer in buffers:
+            moved = self.b.call(np.copy, [self._part(buffer, after, length)], None, buffer.type)
+            self.b.setitem(buffer, self._slice(position, last), moved)
+        self.list_state[lst] = (buffers, last)
+        return entry
+
+    def _insert(self, lst: GrowingList, index: Value, value: Value):
+        """`ys.insert(i, v)`: the entries from i on moved one place up, v written at i (i from
+        the end if negative, clamped to the list, as Python does)."""
+        if not isinstance(index.type, IntType):
+            self.unsupported(f"list.insert() at a {index.type} position",
+                             "insert at an integer position")
+        buffers, length = self._state(lst)
+        position = self.b.call(insert_position, [self._coerce(index, int64), length], None,
+                               int64)
+        buffers = tuple(self.b.call(grown, [buffer, length], None, buffer.type)
+                        for buffer in buffers)
+        after = self.b.add(position, self.b.const(1, int64))
+        longer = self.b.add(length, self.b.const(1, int64))
+        for buffer, entry in zip(buffers, self._entry_columns(lst, value)):
+            moved = self.b.call(np.copy, [self._part(buffer, position, length)], None,
+                                buffer.type)
+            self.b.setitem(buffer, self._slice(after, longer), moved)
+            self.b.setitem(buffer, position, entry)
+        self.list_state[lst] = (buffers, longer)
+        return self.b.const(None, none)
+
+    def _remove(self, lst: GrowingList, value: Value):
+        """`ys.remove(v)` of a list of numbers: `pop` at the first entry equal to v."""
+        if lst.holds_tuples:
+            self._refuse_tuple_list("searched by remove() (its entries compare as tuples)")
+        buffers, length = self._state(lst)
+        # (compared as numba compares them: an int list entry equals a float 2.0)
+        found = self.b.call(position_of, [self._head(buffers[0], length), value], None, int64)
+        self._pop_at(lst, found)
+        return self.b.const(None, none)
+
+    def _slice(self, start: Value, stop: Value) -> Value:
+        return self.b.build_slice(start, stop, self.b.const(None, none))
+
+    def _part(self, buffer: Value, start: Value, stop: Value) -> Value:
+        return self.b.getitem(buffer, self._slice(start, stop), buffer.type)
 
     def _append(self, lst: GrowingList, value: Value):
         buffers, length = self._state(lst)
