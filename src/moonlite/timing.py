@@ -66,6 +66,7 @@ def _leave(stack: list) -> None:
 
 
 _TYPING_PASSES = ("nopython_type_inference", "partial_type_inference", "nopython_rewrites",
+                  "moonlite_type_inference",
                   "inline_overloads", "annotate_types")
 
 

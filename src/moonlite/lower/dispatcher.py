@@ -22,8 +22,10 @@ from ..ir.core import Function
 from ..timing import phase
 from .array_exprs import derived_lowering, install as install_array_exprs
 from .emit import NumbaEmitter
+from .typing_cache import derived_typing, install as install_typing_cache
 
 install_array_exprs()
+install_typing_cache()
 
 
 # Every moonlite-compiled function uses numba's default "python" error model, as the user's
@@ -65,6 +67,18 @@ class DerivedLowering(nb.typed_passes.NativeLowering):
             return super().run_pass(state)
 
 
+@nb.register_pass(mutates_CFG=True, analysis_only=False)
+class DerivedTyping(nb.typed_passes.NopythonTypeInference):
+    """numba's type inference, with operators on scalars typed through a cache
+    (lower/typing_cache.py)."""
+
+    _name = "moonlite_type_inference"
+
+    def run_pass(self, state):
+        with derived_typing():
+            return super().run_pass(state)
+
+
 class LoweringPipeline(nb.CompilerBase):
     def define_pipelines(self):
         full = nb.DefaultPassBuilder.define_nopython_pipeline(self.state)
@@ -80,6 +94,8 @@ class LoweringPipeline(nb.CompilerBase):
                 continue
             elif pass_cls is nb.typed_passes.NativeLowering:
                 pm.add_pass(DerivedLowering, description)
+            elif pass_cls is nb.typed_passes.NopythonTypeInference:
+                pm.add_pass(DerivedTyping, description)
             else:
                 pm.add_pass(pass_cls, description)
         pm.finalize()
