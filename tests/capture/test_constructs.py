@@ -62,15 +62,25 @@ def appends_to_a_literal(x):
     return values[0] + values[1]
 
 
-def test_a_list_literal_appended_to():  # the list becomes an array (capture/lists.py)
-    check_rule(appends_to_a_literal, np.array([0.3, 1.2]), second_order=True)
-
-
 @numba.njit
 def inserts_into_a_literal(x):
     values = [x[0]]
     values.insert(0, x[1])
-    return values[0] + values[1]
+    return values[0] + 2.0 * values[1]
+
+
+def test_a_list_literal_appended_to_or_inserted_into():  # an array (capture/lists.py)
+    check_rule(appends_to_a_literal, np.array([0.3, 1.2]), second_order=True)
+    check_rule(inserts_into_a_literal, np.array([0.3, 1.2]), second_order=True)
+    np.testing.assert_allclose(moonlite.grad(inserts_into_a_literal)(np.array([0.3, 1.2])),
+                               [2.0, 1.0])
+
+
+@numba.njit
+def searches_a_literal(x):
+    values = [x[0], x[1]]
+    values.append(x[2])
+    return values[values.index(x[1])]
 
 
 @numba.njit
@@ -158,7 +168,6 @@ def unrolls_two_arrays_of_one_type(x):
 _X = np.array([0.3, 1.2, -0.7])
 
 REFUSED = [
-    ("insert", inserts_into_a_literal, (_X,), r"list.insert\(\) on a list the kernel builds"),
     ("passed_on", passes_a_literal_to_a_function, (_X,), "a list literal used other than read"),
     ("out_of_range", indexes_a_literal_out_of_range, (_X,), "indexing a list literal of 2"),
     ("jitclass_field_write", writes_into_a_jitclass_field, (_X, Neuron(1.0, np.zeros(3), 1)),
@@ -168,6 +177,7 @@ REFUSED = [
     ("jitclass_field_helper_write", passes_a_field_to_a_writing_helper,
      (_X, Neuron(1.0, np.zeros(3), 1)), "into an array held by a jitclass"),
     ("range_spread", spreads_into_range, (_X, (0, 2)), "spreading a tuple with \\* into range"),
+    ("index", searches_a_literal, (_X,), r"list.index\(\) on a list the kernel builds"),
 ]
 
 
