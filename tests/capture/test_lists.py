@@ -363,7 +363,18 @@ def removes_while_zipping(x):
     return s
 
 
-@pytest.mark.parametrize("kernel", [pops_while_enumerating, removes_while_zipping])
+@numba.njit
+def pops_while_enumerating_a_zip(x):
+    ys = [v * v for v in x]
+    s = 0.0
+    for i, (y, v) in enumerate(zip(ys, x)):
+        s += y * v
+        ys.pop()
+    return s
+
+
+@pytest.mark.parametrize("kernel", [pops_while_enumerating, removes_while_zipping,
+                                    pops_while_enumerating_a_zip])
 def test_a_loop_over_a_list_shortening_it_is_refused(kernel):
     # moonlite walked the entries the list had when the loop started: 91.0 for 14.0 (a wrong
     # value and gradient) before enumerate and zip of a list were looked through

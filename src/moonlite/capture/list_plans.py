@@ -107,11 +107,21 @@ class ListAnalysis:
                 if not any(label in loop.body and self.root(var) == self.root(iterator)
                            for label, var in iternexts):
                     continue
-                lists = {self.root(v) for v in [walked, *self._wrapped.get(walked, ())]}
+                lists = {self.root(v) for v in self._walked_through(walked)}
                 if any(label in loop.body and self.root(var) in lists
                        for label, var in self._resizes):
                     found.add(self.root(walked))
         return found
+
+    def _walked_through(self, walked: str) -> list:
+        """`walked` and, for enumerate(...) or zip(...), what they walk, nested ones too."""
+        wrapped = {self.root(name): args for name, args in self._wrapped.items()}
+        names, todo = [], [walked]
+        while todo:
+            name = todo.pop()
+            names.append(name)
+            todo += [a for a in wrapped.get(self.root(name), ()) if a not in names]
+        return names
 
     def _plans(self, blocks, loops, builds, appends, iternexts) -> dict:
         enclosing = {label: frozenset(h for h, loop in loops.items() if label in loop.body)
