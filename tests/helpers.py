@@ -4,6 +4,8 @@ import os
 
 import numpy as np
 
+from tests.helpers_env import O0_NUMBA_CACHE
+
 
 def assert_same(actual, expected, path="result"):
     """Exact equality of kernel outputs (numbers, arrays with dtype and shape, nested tuples)."""
@@ -48,4 +50,6 @@ def optimised_env() -> dict:
     level (tests/conftest.py compiles the suite at -O0 unless NUMBA_OPT says otherwise)."""
     env = dict(os.environ)
     env.pop("NUMBA_OPT", None)
+    if env.get("NUMBA_CACHE_DIR") == O0_NUMBA_CACHE:  # the suite's -O0 code stays out
+        env.pop("NUMBA_CACHE_DIR")
     return env

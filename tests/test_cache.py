@@ -127,6 +127,17 @@ def test_a_new_process_loads_the_derivative_and_edits_compile_again(tmp_path):
     assert _run(tmp_path, cache)["hits"] == 1
 
 
+def test_the_optimisation_level_is_part_of_the_key(tmp_path):
+    # code compiled at a lower level (a user's NUMBA_OPT=1) is never loaded where -O3 is asked
+    # for: it computes the same numbers, slower (at -O0 nothing is stored: see the fixture)
+    cache = tmp_path / "cache"
+    _write_kernel(tmp_path)
+    assert _run(tmp_path, cache, NUMBA_OPT="1")["saves"] == 1
+    optimised = _run(tmp_path, cache, NUMBA_OPT="3")
+    assert (optimised["hits"], optimised["saves"]) == (0, 1)
+    assert _run(tmp_path, cache, NUMBA_OPT="1")["hits"] == 1
+
+
 def test_a_registered_rule_is_part_of_the_key(tmp_path):
     cache = tmp_path / "cache"
     _write_kernel(tmp_path)

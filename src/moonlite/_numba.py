@@ -95,6 +95,13 @@ def outside_enclosing_compile():
             stack.push(flags)
 
 
+def optimisation_level() -> int:
+    """LLVM's optimisation level for the next compile (`NUMBA_OPT`, which numba reads again
+    before every compile): part of the disk cache's key, so that code compiled at -O0 (the test
+    suite's setting) is never loaded where -O3 is asked for."""
+    return int(numba.core.config.OPT)
+
+
 def typing_context():
     return cpu_target.typing_context
 

@@ -39,7 +39,8 @@ def derivation_key(f, recipe: tuple):
     """The key of what `recipe` derives from `f`, or None if `f` cannot be cached."""
     from .debug import debug_enabled
     try:
-        return (recipe, function_key(f), custom_rules_key(), debug_enabled(), versions_key())
+        return (recipe, function_key(f), custom_rules_key(), debug_enabled(), versions_key(),
+                nb.optimisation_level())
     except Uncachable:
         return None
 
