@@ -4,6 +4,8 @@
 moonlite refuses, refused by name. The corpus kernels (`tests/corpus/constructs.py`, "lists
 built by appending") are checked in `test_constructs.py`."""
 
+from collections import namedtuple
+
 import numba
 import numpy as np
 import pytest
@@ -275,12 +277,6 @@ def pairs_to_a_helper(x):
 
 
 @numba.njit
-def smallest_pair(x):
-    pairs = [(v, 2.0 * v) for v in x]
-    return min(pairs)[1]
-
-
-@numba.njit
 def mixed_pairs_as_an_array(x):
     pairs = [(v, i) for i, v in enumerate(x)]
     return np.asarray(pairs)[0, 0]
@@ -311,7 +307,6 @@ def concatenated(x):
     (sorts_by_a_flag, r"list.sort\(\) on a list the kernel builds"),
     (appends_arrays, "appending to a list of array"),
     (pairs_to_a_helper, r"a list of tuples built by append passed to _pair_products\(\)"),
-    (smallest_pair, r"a list of tuples built by append given to min\(\)"),
     (mixed_pairs_as_an_array, r"a list of tuples built by append given to asarray\(\)"),
     (rebuilt_in_a_loop, "bound to different lists"),
     (concatenated, "a list built by append used other than read"),
@@ -593,3 +588,51 @@ def test_pop_and_remove_raise_as_numba_does():
         removes_a_missing_value(x)
     with pytest.raises(ValueError, match="x not in list"):
         moonlite.grad(removes_a_missing_value)(x)
+
+
+@numba.njit
+def nearest_and_farthest(x, q):
+    """Candidates kept as (distance, index) pairs and picked by min() and max(), the way
+    nearest-neighbour code is written with lists: Python's tuple order, ties by the index."""
+    cands = []
+    for j in range(x.shape[0]):
+        cands.append(((x[j] - q) ** 2, j))
+    d, j = min(cands)
+    far, k = max(cands)
+    return d + 0.1 * far + j + 0.01 * k
+
+
+Hit = namedtuple("Hit", ["cost", "slot", "weight"])
+
+
+@numba.njit
+def cheapest_hit(x):
+    hits = []
+    for i in range(x.shape[0]):
+        hits.append(Hit(np.round(x[i]), i, np.sin(x[i])))  # ties in cost: the slot decides
+    best = min(hits)
+    return best.cost + best.weight * best.slot + max(hits).weight
+
+
+@numba.njit
+def smallest_of_none(x):
+    pairs = [(v, 1) for v in x if v > 10.0]
+    return min(pairs)[0]
+
+
+def test_min_and_max_of_a_list_of_tuples():
+    x = np.array([0.3, -1.2, 0.9, 2.5, -0.4])
+    assert moonlite.value_and_grad(nearest_and_farthest)(x, 0.5)[0] == \
+        nearest_and_farthest(x, 0.5)
+    check_rule(nearest_and_farthest, x, 0.5, second_order=True)
+    # the derivatives follow the pairs picked: x[0] nearest to q, x[3] farthest
+    grad_x, grad_q = moonlite.grad(nearest_and_farthest, argnums=(0, 1))(x, 0.5)
+    np.testing.assert_allclose(grad_x, [2 * (0.3 - 0.5), 0, 0, 0.1 * 2 * (2.5 - 0.5), 0])
+    assert grad_q == pytest.approx(-2 * (0.3 - 0.5) - 0.1 * 2 * (2.5 - 0.5))
+    y = np.array([1.2, 0.8, 2.9, 1.1, 3.3])  # costs 1, 1, 3, 1, 3: ties broken by the slot
+    assert moonlite.value_and_grad(cheapest_hit)(y)[0] == cheapest_hit(y)
+    check_rule(cheapest_hit, y, second_order=True)
+    with pytest.raises(StopIteration):  # numba's min() of an empty list of tuples
+        smallest_of_none(x)
+    with pytest.raises(ValueError, match="empty sequence"):  # Python's error, moonlite's
+        moonlite.grad(smallest_of_none)(x)

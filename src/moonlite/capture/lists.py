@@ -24,9 +24,9 @@ to any other function, returning it, methods other than `append`, `pop()`, `pop(
 `insert(i, v)`, `clear()`, `extend([...])`, and, on a list of numbers, `remove(v)`, `reverse()`
 and `sort()` (its head rewritten in the new order),
 lists of arrays (an array appended is a reference the kernel may write after), a list of tuples
-passed to a helper or reduced by `min`/`max`, a variable rebound to another list, a loop over a
-list that appends to it.
-"""
+passed to a helper, a variable rebound to another list, a loop over a list (or over enumerate or
+zip of it) that changes its length. `min` and `max` of a list of tuples pick an entry by Python's
+tuple order (`lexicographic_picker`)."""
 
 from __future__ import annotations
 
@@ -39,6 +39,7 @@ from ..ir.core import Value
 from ..ir.types import ArrayType, BoolType, IntType, TupleType, from_numba, int64, none
 from .iterators import IndexSource, check_unpack_length, range_length
 from .list_plans import ListAnalysis
+from ..rules.define import njit_from_source
 from .statics import ListLiteral
 
 nbt = nb.types
@@ -110,6 +111,35 @@ list_position = nb.njit(cache=True)(_list_position_py)
 insert_position = nb.njit(cache=True)(_insert_position_py)
 # Where ys.remove(v) removes: the first entry equal to v (ValueError if there is none).
 position_of = nb.njit(cache=True)(_position_of_py)
+
+_PICKERS: dict = {}  # (number of columns, "min" or "max") -> its njit picker
+
+
+def lexicographic_picker(columns: int, kind: str):
+    """njit `pick(length, c0, c1, ...)`: the position of the first smallest (or largest) entry
+    of a list of tuples kept as columns, compared as Python compares tuples (the first entry
+    that differs decides, by `<` or `>`: a nan decides nothing in its favour), ValueError for
+    an empty list as min() raises it."""
+    key = (columns, kind)
+    if key not in _PICKERS:
+        op = "<" if kind == "min" else ">"
+        names = [f"c{j}" for j in range(columns)]
+        tests = "".join(f"        {'if' if j == 0 else 'elif'} {c}[k] != {c}[best]:\n"
+                        f"            better = {c}[k] {op} {c}[best]\n"
+                        for j, c in enumerate(names))
+        source = (f"def pick(length, {', '.join(names)}):\n"
+                  f"    if length == 0:\n"
+                  f"        raise ValueError('{kind}() arg is an empty sequence')\n"
+                  f"    best = 0\n"
+                  f"    for k in range(1, length):\n{tests}"
+                  f"        else:\n"
+                  f"            better = False\n"
+                  f"        if better:\n"
+                  f"            best = k\n"
+                  f"    return best\n")
+        _PICKERS[key] = njit_from_source(source, "pick", f"{kind} of a list of tuples")
+    return _PICKERS[key]
+
 
 # Python's calls that read a list as numba does an array of its entries
 _READS = {np.array: "copy", np.asarray: "copy", sum: "sum", len: "len", min: "min", max: "max"}
@@ -561,8 +591,15 @@ class GrowingLists:
         return self._coerce(self.b.call(reduce, [entries], None, reduced), result_type)
 
     def _read_tuple_list(self, lst: GrowingList, kind: str, fn, result_type) -> Value:
-        """`np.asarray(pts)` of a list of tuples of one type: the 2-D array whose columns are
-        the buffers (numba's own `np.array` of such a list does not compile)."""
+        """`min(pts)`, `max(pts)`: the entry a lexicographic comparison picks (its position is
+        an int, so the derivatives follow the entry picked); `np.asarray(pts)` of a list of
+        tuples of one type: the 2-D array whose columns are the buffers (numba's own `np.array`
+        of such a list does not compile)."""
+        if kind in ("min", "max"):
+            buffers, length = self._state(lst)
+            pick = lexicographic_picker(len(buffers), kind)
+            position = self.b.call(pick, [length, *buffers], None, int64)
+            return self._entry_at(self.b, lst, buffers, position)
         if kind != "copy" or len(set(lst.columns)) != 1:
             self._refuse_tuple_list(f"given to {getattr(fn, '__name__', fn)}()")
         buffers, length = self._state(lst)
