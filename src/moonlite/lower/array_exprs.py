@@ -15,26 +15,19 @@ lowering runs for every other compile in the process.
 from __future__ import annotations
 
 import ast
-import contextlib
-import threading
 from types import SimpleNamespace
 
 from .. import _numba as nb
+from .thread_flag import ThreadFlag
 
 _numba_lowering = nb.array_exprs._lower_array_expr
-_state = threading.local()
+_derived = ThreadFlag()
 _kernels: dict = {}  # (shape, inner signature, flags) -> numba's CompileResult
 
 
-@contextlib.contextmanager
 def derived_lowering():
     """While open (in this thread), array expressions are lowered with cached kernels."""
-    before = getattr(_state, "on", False)
-    _state.on = True
-    try:
-        yield
-    finally:
-        _state.on = before
+    return _derived.raised()
 
 
 def install() -> None:
@@ -44,7 +37,7 @@ def install() -> None:
 
 
 def _lower(lowerer, expr):
-    if not getattr(_state, "on", False):
+    if not _derived:
         return _numba_lowering(lowerer, expr)
     return _lower_cached(lowerer, expr)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import keyword
-import threading
 import warnings
 import weakref
 
@@ -22,6 +21,7 @@ from ..ir.core import Function
 from ..timing import phase
 from .array_exprs import derived_lowering, install as install_array_exprs
 from .emit import NumbaEmitter
+from .thread_flag import ThreadFlag
 from .typing_cache import derived_typing, install as install_typing_cache
 
 install_array_exprs()
@@ -117,29 +117,23 @@ class _QuietCompile:
             return super().compile(sig)
 
 
-_typing = threading.local()
+_typed_from_ir = ThreadFlag()
 
 
-@contextlib.contextmanager
 def calls_typed_from_ir():
     """While open (in this thread), numba types a call of a `MoonliteDispatcher` from the
     signature of its IR instead of compiling it first, as it does for any njit callee. For
     capturing code whose calls of derived rules are inlined afterwards (the drivers of hessian,
     jacfwd, ...): compiling the rule there compiled it twice, once for nothing (0.4 s of a
     scalar loop's Hessian, half of an RK4 integrator's)."""
-    before = getattr(_typing, "from_ir", False)
-    _typing.from_ir = True
-    try:
-        yield
-    finally:
-        _typing.from_ir = before
+    return _typed_from_ir.raised()
 
 
 class MoonliteDispatcher(_QuietCompile, nb.CPUDispatcher):
     """A numba dispatcher compiled from moonlite IR; `.ir` is that IR."""
 
     def get_call_template(self, args, kws):
-        if not getattr(_typing, "from_ir", False) or kws:
+        if not _typed_from_ir or kws:
             return super().get_call_template(args, kws)
         pysig, args = self._compiler.fold_argument_types(args, kws)
         sig = nb.Signature(self.ir.return_type.to_numba(),

@@ -11,11 +11,10 @@ compiles in the process never see the cache.
 
 from __future__ import annotations
 
-import contextlib
 import operator
-import threading
 
 from .. import _numba as nb
+from .thread_flag import ThreadFlag
 
 _OPERATORS = frozenset([
     operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
@@ -25,19 +24,13 @@ _OPERATORS = frozenset([
     operator.itruediv, operator.getitem])
 _SCALARS = (nb.types.Float, nb.types.Integer, nb.types.Boolean)
 
-_state = threading.local()
+_derived = ThreadFlag()
 _signatures: dict = {}  # (operator, argument types) -> numba's signature
 
 
-@contextlib.contextmanager
 def derived_typing():
     """While open (in this thread), operators on scalars are typed through the cache."""
-    before = getattr(_state, "on", False)
-    _state.on = True
-    try:
-        yield
-    finally:
-        _state.on = before
+    return _derived.raised()
 
 
 def install() -> None:
@@ -46,7 +39,7 @@ def install() -> None:
     numbas = type(context).resolve_function_type
 
     def resolve(func, args, kws):
-        key = _key(func, args, kws) if getattr(_state, "on", False) else None
+        key = _key(func, args, kws) if _derived else None
         if key is None:
             return numbas(context, func, args, kws)
         found = _signatures.get(key)
