@@ -22,6 +22,7 @@ LIST_FEATURES = frozenset({
 PAIRS_CHANCE = 0.4  # a block of the lists group that goes on to build a list of tuples
 SORT_CHANCE = 0.3  # ... that goes on to sort or reverse the list in place and read it again
 EDIT_CHANCE = 0.3  # ... that goes on to insert into the list, pop(i) or remove from it
+PICK_CHANCE = 0.3  # a list of pairs also picked from by min() or max()
 
 _MAPS = ("np.sin({v}) * {f}", "{v} * {v} + {f}", "np.tanh({v} + {f})", "{v} * {f} - 0.5")
 
@@ -90,6 +91,11 @@ def _pairs(rng, f, name, out, emit, features, indent) -> None:
     else:
         features.add("list_of_pairs_asarray")
         emit(indent, f"{out} += np.sum(np.asarray({pairs})[:, 1] ** 2)")
+    if rng.random() < PICK_CHANCE:  # drawn last: the pairs block is as it was before
+        features.add("list_of_pairs_picked")
+        emit(indent, f"if len({pairs}) > 0:")
+        emit(indent + 1, f"{a}, {b} = {rng.choice(['min', 'max'])}({pairs})")
+        emit(indent + 1, f"{out} += {a} * ({b} + 0.5)")
 
 
 def _build(rng, scope, f, name, emit, features, indent) -> None:
