@@ -544,9 +544,22 @@ def swaps_pairs(x):
     return s
 
 
+@numba.njit
+def rounded_votes(x):
+    """Values rounded into bins kept in a list, each weighted by how often its bin occurs and
+    by where it first occurs (index and count: ints, which carry no derivative)."""
+    bins = [np.floor(2.0 * v) for v in x]
+    s = 0.0
+    for i in range(x.shape[0]):
+        b = bins[i]
+        s += x[i] ** 2 * bins.count(b) + np.sin(x[i]) * bins.index(b)
+    return s
+
+
 def test_pop_at_a_position_insert_remove_and_clear():
     x = np.array([0.3, -0.8, 1.7, 0.2, -2.0, 0.9, 1.1])
     for kernel, args in ((moving_average_energy, (x, 3)), (best_k, (x, 3)),
+                         (rounded_votes, (x,)),
                          (without_extremes, (x,)), (swaps_pairs, (x,))):
         assert moonlite.value_and_grad(kernel)(*args)[0] == pytest.approx(kernel(*args),
                                                                           rel=1e-12)
@@ -560,6 +573,12 @@ def test_pop_at_a_position_insert_remove_and_clear():
 def pops_past_the_end(x, i):
     ys = [v for v in x]
     return ys.pop(i)
+
+
+@numba.njit
+def finds_a_missing_value(x):
+    ys = [v for v in x]
+    return x[0] * ys.index(x[1] - 100.0)
 
 
 @numba.njit
@@ -584,6 +603,10 @@ def test_pop_and_remove_raise_as_numba_does():
         removes_a_missing_value(x)
     with pytest.raises(ValueError, match="x not in list"):
         moonlite.grad(removes_a_missing_value)(x)
+    with pytest.raises(ValueError):
+        finds_a_missing_value(x)
+    with pytest.raises(ValueError, match=r"list.index\(x\): x not in list"):
+        moonlite.grad(finds_a_missing_value)(x)
 
 
 @numba.njit

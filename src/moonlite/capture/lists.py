@@ -21,8 +21,8 @@ A list passed to an njit helper is passed as the array view of its entries
 (`constructs.py: _list_for_helper`). Uses that need a real list are refused with a message
 naming them: passing the list to a helper that calls a list method on it or returns a list, or
 to any other function, returning it, methods other than `append`, `pop()`, `pop(i)`,
-`insert(i, v)`, `clear()`, `extend([...])`, and, on a list of numbers, `remove(v)`, `reverse()`
-and `sort()` (its head rewritten in the new order),
+`insert(i, v)`, `clear()`, `extend([...])`, and, on a list of numbers, `remove(v)`, `index(v)`,
+`count(v)`, `reverse()` and `sort()` (its head rewritten in the new order),
 lists of arrays (an array appended is a reference the kernel may write after), a list of tuples
 passed to a helper, a variable rebound to another list, a loop over a list (or over enumerate or
 zip of it) that changes its length. `min` and `max` of a list of tuples pick an entry by Python's
@@ -96,6 +96,21 @@ def _position_of_py(entries, value):
     raise ValueError("list.remove(x): x not in list")
 
 
+def _index_of_py(entries, value):
+    for k in range(entries.shape[0]):
+        if entries[k] == value:
+            return k
+    raise ValueError("list.index(x): x not in list")
+
+
+def _count_of_py(entries, value):
+    n = 0
+    for k in range(entries.shape[0]):
+        if entries[k] == value:
+            n += 1
+    return n
+
+
 # The buffer with room for one more entry (itself while there is room).
 grown = nb.njit(cache=True)(_grown_py)
 # The buffer with room for `extra` more entries, reserved before the loop that appends them.
@@ -111,6 +126,9 @@ list_position = nb.njit(cache=True)(_list_position_py)
 insert_position = nb.njit(cache=True)(_insert_position_py)
 # Where ys.remove(v) removes: the first entry equal to v (ValueError if there is none).
 position_of = nb.njit(cache=True)(_position_of_py)
+# ys.index(v) and ys.count(v) of a list of numbers: ints, which carry no derivative.
+index_of = nb.njit(cache=True)(_index_of_py)
+count_of = nb.njit(cache=True)(_count_of_py)
 
 _PICKERS: dict = {}  # (number of columns, "min" or "max") -> its njit picker
 
@@ -396,6 +414,8 @@ class GrowingLists:
             return self._insert(lst, self.value(args[0]), self.value(args[1]))
         elif method.name == "remove" and len(args) == 1:
             return self._remove(lst, self.value(args[0]))
+        elif method.name in ("index", "count") and len(args) == 1:
+            return self._search(lst, method.name, self.value(args[0]))
         elif method.name == "clear" and not args:
             buffers, _ = self._state(lst)
             self.list_state[lst] = (buffers, self.b.const(0, int64))
@@ -408,9 +428,9 @@ class GrowingLists:
         elif method.name == "reverse" and not args:
             return self._reorder(lst, "reverse", descending=False)
         self.unsupported(f"list.{method.name}() on a list the kernel builds",
-                         "append(), pop(), pop(i), insert(i, v), remove(v), clear(), "
-                         "extend([...]), reverse() and sort() (reverse= a constant) are "
-                         "supported: fill a numpy array instead")
+                         "append(), pop(), pop(i), insert(i, v), remove(v), index(v), "
+                         "count(v), clear(), extend([...]), reverse() and sort() (reverse= a "
+                         "constant) are supported: fill a numpy array instead")
 
     def _sort_reverse_flag(self, kws) -> "bool | None":
         """`sort()`: False; `sort(reverse=True)` with a constant: its value; else None."""
@@ -496,6 +516,14 @@ class GrowingLists:
         found = self.b.call(position_of, [self._head(buffers[0], length), value], None, int64)
         self._pop_at(lst, found)
         return self.b.const(None, none)
+
+    def _search(self, lst: GrowingList, name: str, value: Value) -> Value:
+        """`ys.index(v)` (ValueError when missing) and `ys.count(v)` of a list of numbers."""
+        if lst.holds_tuples:
+            self._refuse_tuple_list(f"searched by {name}() (its entries compare as tuples)")
+        buffers, length = self._state(lst)
+        search = index_of if name == "index" else count_of
+        return self.b.call(search, [self._head(buffers[0], length), value], None, int64)
 
     def _slice(self, start: Value, stop: Value) -> Value:
         return self.b.build_slice(start, stop, self.b.const(None, none))
