@@ -248,6 +248,12 @@ def removes_a_pair(x):
 
 
 @numba.njit
+def counts_pairs(x):
+    pairs = [(v, 2.0 * v) for v in x]
+    return pairs.count((x[1], 2.0 * x[1])) * x[0]
+
+
+@numba.njit
 def sorts_by_a_flag(x):
     values = [v for v in x]
     values.sort(reverse=x[0] > 0.0)
@@ -304,6 +310,7 @@ def concatenated(x):
     (returns_it, "a list built by append used other than read"),
     (sorts_pairs, r"a list of tuples built by append reordered by sort\(\)"),
     (removes_a_pair, r"a list of tuples built by append searched by remove\(\)"),
+    (counts_pairs, r"a list of tuples built by append searched by count\(\)"),
     (sorts_by_a_flag, r"list.sort\(\) on a list the kernel builds"),
     (appends_arrays, "appending to a list of array"),
     (pairs_to_a_helper, r"a list of tuples built by append passed to _pair_products\(\)"),
