@@ -102,26 +102,28 @@ class ListAnalysis:
         bodies change that list's length (Python's loop, and numba's, would see the new length;
         moonlite's walks the entries the list had when the loop started: refused)."""
         found = set()
+        wrapped = {self.root(name): args for name, args in self._wrapped.items()}
         for iterator, walked in self._getiters:
+            lists = self._walked_through(walked, wrapped)
             for header, loop in loops.items():
                 if not any(label in loop.body and self.root(var) == self.root(iterator)
                            for label, var in iternexts):
                     continue
-                lists = {self.root(v) for v in self._walked_through(walked)}
                 if any(label in loop.body and self.root(var) in lists
                        for label, var in self._resizes):
                     found.add(self.root(walked))
         return found
 
-    def _walked_through(self, walked: str) -> list:
-        """`walked` and, for enumerate(...) or zip(...), what they walk, nested ones too."""
-        wrapped = {self.root(name): args for name, args in self._wrapped.items()}
-        names, todo = [], [walked]
+    def _walked_through(self, walked: str, wrapped: dict) -> set:
+        """Alias roots of `walked` and, for enumerate(...) or zip(...) (`wrapped`: by alias
+        root, their arguments), of what they walk, nested ones too."""
+        roots, todo = set(), [walked]
         while todo:
-            name = todo.pop()
-            names.append(name)
-            todo += [a for a in wrapped.get(self.root(name), ()) if a not in names]
-        return names
+            root = self.root(todo.pop())
+            if root not in roots:
+                roots.add(root)
+                todo += wrapped.get(root, ())
+        return roots
 
     def _plans(self, blocks, loops, builds, appends, iternexts) -> dict:
         enclosing = {label: frozenset(h for h, loop in loops.items() if label in loop.body)

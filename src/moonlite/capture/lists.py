@@ -89,18 +89,25 @@ def _insert_position_py(index, length):
     return min(index, length)
 
 
-def _position_of_py(entries, value):
+def _first_equal_py(entries, value):
     for k in range(entries.shape[0]):
         if entries[k] == value:
             return k
-    raise ValueError("list.remove(x): x not in list")
+    return -1
+
+
+def _position_of_py(entries, value):
+    k = first_equal(entries, value)
+    if k < 0:
+        raise ValueError("list.remove(x): x not in list")
+    return k
 
 
 def _index_of_py(entries, value):
-    for k in range(entries.shape[0]):
-        if entries[k] == value:
-            return k
-    raise ValueError("list.index(x): x not in list")
+    k = first_equal(entries, value)
+    if k < 0:
+        raise ValueError("list.index(x): x not in list")
+    return k
 
 
 def _count_of_py(entries, value):
@@ -124,6 +131,8 @@ last_position = nb.njit(cache=True)(_last_position_py)
 list_position = nb.njit(cache=True)(_list_position_py)
 # Where ys.insert(i, v) puts v: i counted from the end if negative, clamped to the list.
 insert_position = nb.njit(cache=True)(_insert_position_py)
+# The position of the first entry equal to a value, -1 if there is none.
+first_equal = nb.njit(cache=True)(_first_equal_py)
 # Where ys.remove(v) removes: the first entry equal to v (ValueError if there is none).
 position_of = nb.njit(cache=True)(_position_of_py)
 # ys.index(v) and ys.count(v) of a list of numbers: ints, which carry no derivative.
@@ -474,17 +483,22 @@ class GrowingLists:
         return self._entry_at(self.b, lst, buffers, last)
 
     def _pop_at(self, lst: GrowingList, position: Value) -> Value:
-        """`ys.pop(i)` (`position`: i checked): the entry there, the entries after it moved one
-        place down (array copies and writes, which every mode differentiates)."""
-        buffers, length = self._state(lst)
+        """`ys.pop(i)` (`position`: i checked): the entry there, then the gap closed."""
+        buffers, _ = self._state(lst)
         entry = self._entry_at(self.b, lst, buffers, position)
+        self._close_gap(lst, position)
+        return entry
+
+    def _close_gap(self, lst: GrowingList, position: Value) -> None:
+        """The entries after `position` moved one place down (array copies and writes, which
+        every mode differentiates), the length one less."""
+        buffers, length = self._state(lst)
         after = self.b.add(position, self.b.const(1, int64))
         last = self.b.sub(length, self.b.const(1, int64))
         for buffer in buffers:
             moved = self.b.call(np.copy, [self._part(buffer, after, length)], None, buffer.type)
             self.b.setitem(buffer, self._slice(position, last), moved)
         self.list_state[lst] = (buffers, last)
-        return entry
 
     def _insert(self, lst: GrowingList, index: Value, value: Value):
         """`ys.insert(i, v)`: the entries from i on moved one place up, v written at i (i from
@@ -514,7 +528,7 @@ class GrowingLists:
         buffers, length = self._state(lst)
         # (compared as numba compares them: an int list entry equals a float 2.0)
         found = self.b.call(position_of, [self._head(buffers[0], length), value], None, int64)
-        self._pop_at(lst, found)
+        self._close_gap(lst, found)  # (the entry removed is not read)
         return self.b.const(None, none)
 
     def _search(self, lst: GrowingList, name: str, value: Value) -> Value:
