@@ -41,6 +41,8 @@ try:
     from numba.core.imputils import impl_ret_borrowed, lower_builtin  # noqa: F401
     from numba.core.typing.templates import AttributeTemplate, bound_function  # noqa: F401
     from numba.cpython import listobj  # noqa: F401
+    # the quicksort numba sorts lists with (its argsort form: capture/list_orders.py)
+    from numba.misc import quicksort  # noqa: F401
     from llvmlite import ir as llvm_ir  # noqa: F401  (the intrinsics of lower/tapes.py)
     from llvmlite import binding as llvm_binding  # noqa: F401  (symbols compiled code calls)
     from numba.core.compiler_lock import global_compiler_lock  # noqa: F401

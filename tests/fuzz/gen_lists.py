@@ -18,11 +18,13 @@ LIST_FEATURES = frozenset({
     "list_comprehension", "list_comprehension_range", "list_filtered", "list_append_loop",
     "list_append_branch", "list_while", "list_sum", "list_np_array", "list_max", "list_len",
     "list_index", "list_iterated", "list_of_pairs", "list_of_pairs_asarray", "list_sorted",
+    "list_edited", "list_of_pairs_picked", "list_copied",
 })
 PAIRS_CHANCE = 0.4  # a block of the lists group that goes on to build a list of tuples
 SORT_CHANCE = 0.3  # ... that goes on to sort or reverse the list in place and read it again
 EDIT_CHANCE = 0.3  # ... that goes on to insert into the list, pop(i) or remove from it
 PICK_CHANCE = 0.3  # a list of pairs also picked from by min() or max()
+COPY_CHANCE = 0.3  # a block that goes on to build a new list from the list, grow and read it
 
 _MAPS = ("np.sin({v}) * {f}", "{v} * {v} + {f}", "np.tanh({v} + {f})", "{v} * {f} - 0.5")
 
@@ -42,7 +44,27 @@ def list_block(rng, scope, fresh, emit, features: set, indent: int = 1) -> str:
         _reordered(rng, name, out, emit, features, indent)
     if rng.random() < EDIT_CHANCE and form != "array":  # drawn after the sort, likewise
         _edited(rng, name, out, emit, features, indent)
+    if rng.random() < COPY_CHANCE and form != "array":  # drawn after the edits, likewise
+        _copied(rng, name, out, emit, features, indent)
     return out
+
+
+def _copied(rng, name, out, emit, features, indent) -> None:
+    """A new list from the list (a copy, a slice, sorted, the list joined to itself), maybe
+    extended by the list or by `+=` of a literal, then read: its sum and its ends. Its name is
+    the list's with a suffix: the names `fresh` gives later blocks stay as they were."""
+    features.add("list_copied")
+    copy = f"{name}_copy"
+    emit(indent, f"{copy} = " + rng.choice([
+        f"{name}.copy()", f"list({name})", f"{name}[::2]", f"{name}[1:]", f"sorted({name})",
+        f"sorted({name}, reverse=True)", f"{name} + {name}"]))
+    grow = rng.choice(["extend", "plus", "none"])
+    if grow == "extend":
+        emit(indent, f"{copy}.extend({name})")
+    elif grow == "plus":
+        emit(indent, f"{copy} += [{out}, 0.5]")
+    emit(indent, f"if len({copy}) > 0:")
+    emit(indent + 1, f"{out} += 0.5 * sum({copy}) + {copy}[0] * {copy}[-1]")
 
 
 def _edited(rng, name, out, emit, features, indent) -> None:

@@ -222,8 +222,9 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
                              "make it a tuple, or fill a numpy array")
         if isinstance(bound, (GrowingList, ListMethod)):
             self.unsupported("a list built by append used other than read (np.array(...), "
-                             "np.asarray, sum, len, min, max, an index, a for loop) or appended "
-                             "to: passed to a function, returned, or combined with +",
+                             "np.asarray, sum, len, min, max, an index, a for loop, a copy) or "
+                             "changed by its methods: passed to a function that is no njit "
+                             "helper, returned, or stored in a tuple",
                              "fill a preallocated numpy array instead")
         self.unsupported(f"using {type(bound).__name__} {var.name!r} as a value",
                          "keep ranges, iterators and exceptions inside their for/raise "
@@ -373,6 +374,8 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
     def ex_binop(self, expr, target):
         if expr.fn is operator.mul and isinstance(self.typemap[target.name], nbt.List):
             return self.repeated_list(expr, target)
+        if expr.fn is operator.add and isinstance(self.lookup(expr.lhs), GrowingList):
+            return self.joined_lists(self.lookup(expr.lhs), self.lookup(expr.rhs))
         if expr.fn in (operator.eq, operator.ne) and all(
                 is_string(self.type_of(v)) for v in (expr.lhs, expr.rhs)):
             # a string compared (`method == "euler"`): a call of the operator, a flag without
@@ -396,6 +399,10 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
                              checked=self._raises_on_zero(cls, lhs, rhs))
 
     def ex_inplace_binop(self, expr, target):
+        bound = self.lookup(expr.lhs)
+        if expr.fn is operator.iadd and isinstance(bound, GrowingList):
+            self.extend_list(bound, self.lookup(expr.rhs), "+=")
+            return bound
         cls = ops.BINARY_OP_BY_PYFUNC.get(expr.immutable_fn)
         if cls is None:
             self.unsupported(f"the in-place operator {expr.fn}", "rewrite it as x = x op y")

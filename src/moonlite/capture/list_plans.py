@@ -14,6 +14,7 @@ loop-carried only there: taped once per outer iteration).
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 from .. import _numba as nb
@@ -38,16 +39,18 @@ class ListAnalysis:
     """Alias classes of numba variables (a variable, its copies and numba's phis of it), the
     lists among them that are mutated, and their loop plans."""
 
-    def __init__(self, blocks: dict):
+    def __init__(self, blocks: dict, typemap: dict):
         self.parent: dict = {}
         builds, mutated, appends, iternexts, self._getiters = {}, set(), [], [], []
         self._extended: set = set()  # lists that grow by more than appends: no plan
         self._resizes: list = []  # (label, variable) of every call that changes a length
         self._globals: dict = {}  # variable -> the global or free variable it holds
         self._wrapped: dict = {}  # result of enumerate(...) or zip(...) -> its arguments
+        self._iadds: list = []  # (label, target, lhs) of every `a += b`
         for label, block in blocks.items():
             for stmt in block.body:
                 self._scan(label, stmt, builds, mutated, appends, iternexts)
+        self._lists_extended_by_plus(typemap, mutated)
         roots = {self.root(m) for m in mutated}
         self.growing = {name for name in set(self.parent) | set(builds)
                         if self.root(name) in roots}
@@ -90,12 +93,24 @@ class ListAnalysis:
                 self._extended.add(value.value.name)
             if value.attr in _RESIZERS:
                 self._resizes.append((label, value.value.name))
+        elif value.op == "inplace_binop" and value.fn is operator.iadd:
+            self._iadds.append((label, name, value.lhs.name))
         elif value.op == "call" and self._globals.get(value.func.name) in (enumerate, zip):
             self._wrapped[name] = [a.name for a in value.args if isinstance(a, ir.Var)]
         elif value.op == "iternext":
             iternexts.append((label, value.value.name))
         elif value.op == "getiter":
             self._getiters.append((name, value.value.name))
+
+    def _lists_extended_by_plus(self, typemap, mutated) -> None:
+        """`a += b` of a list extends it in place: the result is the list (numba binds it to
+        `a` again), changed and grown by more than appends."""
+        for label, target, lhs in self._iadds:
+            if isinstance(typemap.get(lhs), nb.types.List):
+                self._union(target, lhs)
+                mutated.add(lhs)
+                self._extended.add(lhs)
+                self._resizes.append((label, lhs))
 
     def _walked_and_resized(self, loops, iternexts) -> set:
         """Alias roots of what for loops walk (a list, or enumerate or zip of one) while their

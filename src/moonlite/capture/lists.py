@@ -18,15 +18,17 @@ every block is imported; phis whose incoming values are all one value are remove
 nobody reads go with the dead code.
 
 A list passed to an njit helper is passed as the array view of its entries
-(`constructs.py: _list_for_helper`). Uses that need a real list are refused with a message
-naming them: passing the list to a helper that calls a list method on it or returns a list, or
-to any other function, returning it, methods other than `append`, `pop()`, `pop(i)`,
-`insert(i, v)`, `clear()`, `extend([...])`, and, on a list of numbers, `remove(v)`, `index(v)`,
-`count(v)`, `reverse()` and `sort()` (its head rewritten in the new order),
+(`constructs.py: _list_for_helper`). A copy (`ys.copy()`, `list(ys)`, `ys[a:b:c]`, `sorted(ys)`;
+`list(x)` of a 1-D array) is a new list whose buffers are copies of the heads; `ys.extend(zs)`,
+`ys += zs` and `ys + zs` write zs's entries after ys's. `sort()` gathers the entries in the order
+numba's own quicksort gives them, by their values or by `key=` (`list_orders.py`). Uses that
+need a real list are refused with a message naming them: passing the list to a helper that
+calls a list method on it or returns a list, or to any other function, returning it, methods
+on a list of tuples that compare tuples (`remove`, `index`, `count`, `sort()` without a key),
 lists of arrays (an array appended is a reference the kernel may write after), a list of tuples
 passed to a helper, a variable rebound to another list, a loop over a list (or over enumerate or
 zip of it) that changes its length. `min` and `max` of a list of tuples pick an entry by Python's
-tuple order (`lexicographic_picker`)."""
+tuple order (`list_orders.lexicographic_picker`)."""
 
 from __future__ import annotations
 
@@ -36,11 +38,13 @@ import numpy as np
 
 from .. import _numba as nb
 from ..ir.core import Value
-from ..ir.types import ArrayType, BoolType, IntType, TupleType, from_numba, int64, none
+from ..ir.types import (ArrayType, BoolType, IntType, SliceType, TupleType, from_numba, int64,
+                        none)
 from .iterators import IndexSource, check_unpack_length, range_length
 from .list_plans import ListAnalysis
-from ..rules.define import njit_from_source
-from .statics import ListLiteral
+from .list_orders import (ascending_order, descending_order, keyed_order,
+                          lexicographic_picker)
+from .statics import ListLiteral, StaticObject
 
 nbt = nb.types
 ir = nb.ir
@@ -139,34 +143,7 @@ position_of = nb.njit(cache=True)(_position_of_py)
 index_of = nb.njit(cache=True)(_index_of_py)
 count_of = nb.njit(cache=True)(_count_of_py)
 
-_PICKERS: dict = {}  # (number of columns, "min" or "max") -> its njit picker
-
-
-def lexicographic_picker(columns: int, kind: str):
-    """njit `pick(length, c0, c1, ...)`: the position of the first smallest (or largest) entry
-    of a list of tuples kept as columns, compared as Python compares tuples (the first entry
-    that differs decides, by `<` or `>`: a nan decides nothing in its favour), ValueError for
-    an empty list as min() raises it."""
-    key = (columns, kind)
-    if key not in _PICKERS:
-        op = "<" if kind == "min" else ">"
-        names = [f"c{j}" for j in range(columns)]
-        tests = "".join(f"        {'if' if j == 0 else 'elif'} {c}[k] != {c}[best]:\n"
-                        f"            better = {c}[k] {op} {c}[best]\n"
-                        for j, c in enumerate(names))
-        source = (f"def pick(length, {', '.join(names)}):\n"
-                  f"    if length == 0:\n"
-                  f"        raise ValueError('{kind}() arg is an empty sequence')\n"
-                  f"    best = 0\n"
-                  f"    for k in range(1, length):\n{tests}"
-                  f"        else:\n"
-                  f"            better = False\n"
-                  f"        if better:\n"
-                  f"            best = k\n"
-                  f"    return best\n")
-        _PICKERS[key] = njit_from_source(source, "pick", f"{kind} of a list of tuples")
-    return _PICKERS[key]
-
+_POSITIONS = ArrayType(int64, 1, "C")  # where entries go (an order)
 
 # Python's calls that read a list as numba does an array of its entries
 _READS = {np.array: "copy", np.asarray: "copy", sum: "sum", len: "len", min: "min", max: "max"}
@@ -220,7 +197,7 @@ class GrowingLists:
     """Mixin of `Importer`: the state of each growing list, block by block."""
 
     def _init_growing_lists(self) -> None:
-        self.list_analysis = ListAnalysis(self.fir.blocks)
+        self.list_analysis = ListAnalysis(self.fir.blocks, self.typemap)
         self.appended = self.list_analysis.growing
         self.started_loops: dict = {}  # alias-class root of an iterator -> its CountedLoop
         self.list_state: dict = {}  # GrowingList -> (buffer, length) where the import stands
@@ -408,9 +385,10 @@ class GrowingLists:
     def _list_method_call(self, method: ListMethod, expr, target):
         lst, args = method.target, expr.args
         if method.name == "sort" and not args and not expr.vararg:
-            descending = self._sort_reverse_flag(expr.kws)
-            if descending is not None:
-                return self._reorder(lst, "sort", descending)
+            options = self._sort_options(expr.kws)
+            if options is not None:
+                self._sort(lst, *options)
+                return self.b.const(None, none)
         if expr.kws or expr.vararg:
             args = None
         elif method.name == "append" and len(args) == 1:
@@ -429,51 +407,156 @@ class GrowingLists:
             buffers, _ = self._state(lst)
             self.list_state[lst] = (buffers, self.b.const(0, int64))
             return self.b.const(None, none)
-        elif method.name == "extend" and len(args) == 1 \
-                and isinstance(self.lookup(args[0]), ListLiteral):
-            for item in self.lookup(args[0]).items:
-                self._append(lst, item)
+        elif method.name == "extend" and len(args) == 1:
+            self.extend_list(lst, self.lookup(args[0]), "list.extend()")
             return self.b.const(None, none)
         elif method.name == "reverse" and not args:
-            return self._reorder(lst, "reverse", descending=False)
-        self.unsupported(f"list.{method.name}() on a list the kernel builds",
-                         "append(), pop(), pop(i), insert(i, v), remove(v), index(v), "
-                         "count(v), clear(), extend([...]), reverse() and sort() (reverse= a "
-                         "constant) are supported: fill a numpy array instead")
-
-    def _sort_reverse_flag(self, kws) -> "bool | None":
-        """`sort()`: False; `sort(reverse=True)` with a constant: its value; else None."""
-        if not kws:
-            return False
-        if len(kws) != 1 or kws[0][0] != "reverse":
-            return None
-        found = self.fir.get_definition(kws[0][1])
-        if not isinstance(found, ir.Const) or not isinstance(found.value, (bool, int)):
-            return None  # (an ir.Expr raises KeyError, not AttributeError, for `.value`)
-        return bool(found.value)
-
-    def _reorder(self, lst: GrowingList, name: str, descending: bool):
-        """`ys.sort()` and `ys.reverse()` of a list of numbers: its entries gathered in their
-        new order (`np.argsort`, its order reversed for a descending sort, or the positions
-        backwards) and written back over the buffer's head, an array write like any other.
-        Equal entries are interchangeable, so the order among them is immaterial."""
-        if lst.holds_tuples:
-            self._refuse_tuple_list(f"reordered by {name}() (its entries compare as tuples)")
-        buffers, length = self._state(lst)
-        head = self._head(buffers[0], length)
-        positions = ArrayType(int64, 1, "C")
-        moved = head
-        if name == "sort":
-            order = self.b.call(np.argsort, [head], None, positions)
-            moved = self.b.getitem(head, order, ArrayType(lst.element, 1, "C"))
-        if name == "reverse" or descending:
+            buffers, length = self._state(lst)
             last = self.b.sub(length, self.b.const(1, int64))
             backwards = self.b.call(np.arange, [last, self.b.const(-1, int64),
-                                                self.b.const(-1, int64)], None, positions)
-            moved = self.b.getitem(moved, backwards, ArrayType(lst.element, 1, "C"))
+                                                self.b.const(-1, int64)], None, _POSITIONS)
+            self._gather(lst, backwards)
+            return self.b.const(None, none)
+        elif method.name == "copy" and not args:
+            return self._copied(lst)
+        self.unsupported(f"list.{method.name}() on a list the kernel builds",
+                         "append(), pop(), pop(i), insert(i, v), remove(v), index(v), "
+                         "count(v), clear(), extend([...]), reverse(), copy() and sort() "
+                         "(key= an njit function, reverse= a constant) are supported: fill a "
+                         "numpy array instead")
+
+    def _sort_options(self, kws) -> "tuple | None":
+        """`sort()`'s keywords as (key, descending): key an njit function or None, reverse a
+        constant; None when they are anything else."""
+        key, descending = None, False
+        for name, var in kws:
+            bound = self.lookup(var)
+            if name == "key" and isinstance(bound, StaticObject) \
+                    and nb.is_njit_dispatcher(bound.obj):
+                key = bound.obj
+            elif name == "key" and isinstance(bound, Value) and bound.type == none:
+                key = None
+            elif name == "reverse":
+                found = self.fir.get_definition(var)
+                if not isinstance(found, ir.Const) or not isinstance(found.value, (bool, int)):
+                    return None  # (an ir.Expr raises KeyError, not AttributeError, for `.value`)
+                descending = bool(found.value)
+            else:
+                return None
+        return key, descending
+
+    def _sort(self, lst: GrowingList, key, descending: bool) -> None:
+        """`ys.sort(key=key, reverse=descending)`: the entries gathered in the order numba's own
+        sort gives them (`list_orders.py`) and written back over the buffers' heads, array
+        writes like any other."""
+        buffers, length = self._state(lst)
+        heads = [self._head(buffer, length) for buffer in buffers]
+        if key is None:
+            if lst.holds_tuples:
+                self._refuse_tuple_list("sorted without a key (its entries compare as tuples)")
+            order_of = descending_order if descending else ascending_order
+        else:
+            order_of = keyed_order(key, self._numba_element(lst), descending)
+            if order_of is None:
+                self.unsupported(f"sorting by the key {key.__name__}(), which does not return "
+                                 f"a number", "sort by a key returning a number")
+        self._gather(lst, self.b.call(order_of, heads, None, _POSITIONS))
+
+    def _gather(self, lst: GrowingList, order: Value) -> None:
+        """The list's entries rewritten in place in the order of the positions `order`."""
+        buffers, length = self._state(lst)
         none_ = self.b.const(None, none)
-        self.b.setitem(buffers[0], self.b.build_slice(none_, length, none_), moved)
-        return self.b.const(None, none)
+        for buffer, column in zip(buffers, lst.columns):
+            moved = self.b.getitem(self._head(buffer, length), order, ArrayType(column, 1, "C"))
+            self.b.setitem(buffer, self.b.build_slice(none_, length, none_), moved)
+
+    def _numba_element(self, lst: GrowingList):
+        return lst.named if lst.named is not None else lst.element.to_numba()
+
+    def _copied(self, lst: GrowingList, part: "Value | None" = None) -> GrowingList:
+        """A new list holding `lst`'s entries (`ys.copy()`, `list(ys)`), or those the slice
+        `part` selects (`ys[a:b:c]`, sliced as NumPy slices, which is as Python slices a list):
+        copies of the buffers' heads."""
+        buffers, length = self._state(lst)
+        copies = []
+        for buffer in buffers:
+            entries = self._head(buffer, length)
+            if part is not None:
+                entries = self.b.getitem(entries, part)
+            copies.append(self.b.call(np.copy, [entries], None, buffer.type))
+        copy = GrowingList(lst.element, self._label, named=lst.named)
+        self.lists_built.append(copy)
+        size = length if part is None else self.b.call(len, [copies[0]], type=int64)
+        self.list_state[copy] = (tuple(copies), size)
+        return copy
+
+    def extend_list(self, lst: GrowingList, source, what: str) -> None:
+        """`ys.extend(zs)` and `ys += zs` (`what`) with zs a list the kernel builds (ys itself
+        too) holding entries of ys's type, or a 1-D array of them for a list of numbers: the
+        buffers' room reserved, zs's entries written after ys's. A list literal or a tuple of
+        entries is appended entry by entry."""
+        if isinstance(source, ListLiteral) or isinstance(source, Value) \
+                and isinstance(source.type, TupleType) and not lst.holds_tuples:
+            items = source.items if isinstance(source, ListLiteral) else [
+                self.b.tuple_getitem(source, k) for k in range(len(source.type))]
+            for item in items:
+                self._append(lst, item)
+            return
+        columns, count = self._entries_of(source, lst, what)
+        buffers, length = self._state(lst)
+        longer = self.b.add(length, count)
+        buffers = tuple(self.b.call(reserved, [buffer, length, count], None, buffer.type)
+                        for buffer in buffers)
+        for buffer, entries in zip(buffers, columns):
+            self.b.setitem(buffer, self._slice(length, longer), entries)
+        self.list_state[lst] = (buffers, longer)
+
+    def _entries_of(self, source, lst: GrowingList, what: str) -> tuple:
+        """(the entries of `source` as one array per buffer of `lst`, their count)."""
+        if isinstance(source, GrowingList) and source.element == lst.element:
+            buffers, length = self._state(source)
+            heads = [self._head(buffer, length) for buffer in buffers]
+            if source is lst:  # (its own entries: read before the room is made)
+                heads = [self.b.call(np.copy, [h], None, h.type) for h in heads]
+            return heads, length
+        if isinstance(source, Value) and not lst.holds_tuples \
+                and source.type == ArrayType(lst.element, 1, source.type.layout):
+            return [source], self.b.call(len, [source], type=int64)
+        self.unsupported(f"{what} of a list of {lst.element} with "
+                         f"{getattr(source, 'type', 'another kind of list')}",
+                         "extend it with a list the kernel builds holding the same type of "
+                         "entries, or a 1-D array of them")
+
+    def joined_lists(self, first, second) -> GrowingList:
+        """`ys + zs` of two lists the kernel builds: a copy of ys extended with zs."""
+        joined = self._copied(first)
+        self.extend_list(joined, second, "joining with +")
+        return joined
+
+    def _copying_call(self, fn, expr):
+        """`list(ys)`, `sorted(ys)` (key= and reverse= as `sort`) of a list the kernel builds or
+        of a 1-D array of numbers: a new list; None for anything else."""
+        source = self.lookup(expr.args[0])
+        if isinstance(source, GrowingList):
+            copy = self._copied(source)
+        elif isinstance(source, Value) and isinstance(source.type, ArrayType) \
+                and source.type.ndim == 1 and source.type.dtype.is_scalar:
+            t = ArrayType(source.type.dtype, 1, "C")
+            copy = GrowingList(source.type.dtype, self._label)
+            self.lists_built.append(copy)
+            entries = self.b.call(np.copy, [source], None, t)
+            self.list_state[copy] = ((entries,), self.b.call(len, [entries], type=int64))
+        else:
+            return None
+        if fn is sorted:
+            options = self._sort_options(expr.kws)
+            if options is None:
+                self.unsupported("sorted() with keywords other than key= (an njit function) "
+                                 "and reverse= (a constant)", "sort by an njit key function")
+            self._sort(copy, *options)
+        elif expr.kws:
+            return None
+        return copy
 
     def _pop(self, lst: GrowingList) -> Value:
         """`ys.pop()`: the last entry, the length one less (IndexError on an empty list)."""
@@ -600,7 +683,9 @@ class GrowingLists:
         _, length = self._state(lst)
         return self.b.call(list_position, [self._coerce(index, int64), length], None, int64)
 
-    def list_getitem(self, lst: GrowingList, index: Value) -> Value:
+    def list_getitem(self, lst: GrowingList, index: Value):
+        if isinstance(index.type, SliceType):  # ys[a:b]: a new list
+            return self._copied(lst, index)
         buffers, _ = self._state(lst)
         return self._entry_at(self.b, lst, buffers, self._entry_position(lst, index))
 
@@ -613,6 +698,10 @@ class GrowingLists:
     def call_reading_a_list(self, fn, expr, target):
         """`np.array(ys)`, `sum(ys)`, `len(ys)`, `min(ys)`, `max(ys)` of a growing list, or None
         if the call is no such read."""
+        if (fn is list or fn is sorted) and len(expr.args) == 1 and expr.vararg is None:
+            copied = self._copying_call(fn, expr)
+            if copied is not None:
+                return copied
         if len(expr.args) != 1 or expr.kws or expr.vararg is not None:
             return None
         lst = self.lookup(expr.args[0])

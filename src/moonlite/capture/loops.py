@@ -34,8 +34,8 @@ class LoopReads:
     def ex_getiter(self, expr, target):
         if self.list_analysis.root(expr.value.name) in self.list_analysis.resized_while_walked:
             self.unsupported("a for loop over a list that changes the same list's length "
-                             "(append, extend, insert, pop, remove, clear)",
-                             "loop over range(len(...)) of a copy, or fill a numpy array")
+                             "(append, extend, +=, insert, pop, remove, clear)",
+                             "loop over a copy (`for v in ys.copy():`), or fill a numpy array")
         iterable = self._iterable(self.lookup(expr.value))
         index_type = from_numba(getattr(self.typemap[target.name], "yield_type", nbt.intp))
         try:
