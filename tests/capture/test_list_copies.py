@@ -1,5 +1,5 @@
 """Lists copied, sliced, extended and joined (issue #20; capture/lists.py): `ys.copy()`,
-`list(ys)`, `list(x)` of an array, `ys[a:b:c]`, `ys.extend(zs)` of a list or an array,
+`list(ys)`, `list(...)` of an array, a range or a tuple, `ys[a:b:c]`, `ys.extend(zs)` of a list or an array,
 `ys + zs`, `ys += zs`. Values are compared with numba's run of the kernel, derivatives with
 finite differences."""
 
@@ -84,6 +84,18 @@ def points_joined(x):
     return s + everything[-1][1]
 
 
+@numba.njit
+def from_a_range_and_a_tuple(x):
+    """`list(range(n))` (positions, reversed) and `sorted()` of a tuple: new lists."""
+    order = list(range(x.shape[0]))
+    order.reverse()
+    s = 0.0
+    for k, i in enumerate(order):
+        s += x[i] * (k + 1)
+    middle = sorted((x[0], x[1] * 2.0, x[2]))[1]
+    return s + middle * list(range(1, 9, 3))[-1]
+
+
 X = np.array([0.3, -0.9, 0.7, 0.4, 1.3])
 
 
@@ -95,6 +107,7 @@ X = np.array([0.3, -0.9, 0.7, 0.4, 1.3])
     (joined, False),
     (pairs_accumulated, True),
     (points_joined, False),
+    (from_a_range_and_a_tuple, False),
 ])
 def test_copied_sliced_extended_and_joined_lists(kernel, second_order):
     assert moonlite.value_and_grad(kernel)(X)[0] == kernel(X)

@@ -44,7 +44,8 @@ from .iterators import IndexSource, check_unpack_length, range_length
 from .list_plans import ListAnalysis
 from .list_orders import (ascending_order, descending_order, keyed_order,
                           lexicographic_picker)
-from .statics import ListLiteral, StaticObject
+from .rewrites import array_from_tuple
+from .statics import ListLiteral, RangeArgs, StaticObject
 
 nbt = nb.types
 ir = nb.ir
@@ -534,20 +535,18 @@ class GrowingLists:
         return joined
 
     def _copying_call(self, fn, expr):
-        """`list(ys)`, `sorted(ys)` (key= and reverse= as `sort`) of a list the kernel builds or
-        of a 1-D array of numbers: a new list; None for anything else."""
+        """`list(...)`, `sorted(...)` (key= and reverse= as `sort`) of a list the kernel builds,
+        a 1-D array, a `range` or a tuple of numbers: a new list; None for anything else."""
         source = self.lookup(expr.args[0])
         if isinstance(source, GrowingList):
             copy = self._copied(source)
-        elif isinstance(source, Value) and isinstance(source.type, ArrayType) \
-                and source.type.ndim == 1 and source.type.dtype.is_scalar:
-            t = ArrayType(source.type.dtype, 1, "C")
-            copy = GrowingList(source.type.dtype, self._label)
-            self.lists_built.append(copy)
-            entries = self.b.call(np.copy, [source], None, t)
-            self.list_state[copy] = ((entries,), self.b.call(len, [entries], type=int64))
         else:
-            return None
+            entries = self._entries_array(source)
+            if entries is None:
+                return None
+            copy = GrowingList(entries.type.dtype, self._label)
+            self.lists_built.append(copy)
+            self.list_state[copy] = ((entries,), self.b.call(len, [entries], type=int64))
         if fn is sorted:
             options = self._sort_options(expr.kws)
             if options is None:
@@ -557,6 +556,24 @@ class GrowingLists:
         elif expr.kws:
             return None
         return copy
+
+    def _entries_array(self, source) -> "Value | None":
+        """A new 1-D array of the numbers `source` holds: a copy of a 1-D array, `np.arange` of
+        a range of int64, a tuple of numbers of one type written into an array; else None."""
+        if isinstance(source, RangeArgs):
+            bounds = [source.start, source.stop, source.step]
+            if all(v.type == int64 for v in bounds):
+                return self.b.call(np.arange, bounds, None, ArrayType(int64, 1, "C"))
+            return None
+        if not isinstance(source, Value):
+            return None
+        t = source.type
+        if isinstance(t, ArrayType) and t.ndim == 1 and t.dtype.is_scalar:
+            return self.b.call(np.copy, [source], None, ArrayType(t.dtype, 1, "C"))
+        if isinstance(t, TupleType) and len(t) > 0 and len(set(t.elements)) == 1 \
+                and t.elements[0].is_scalar:
+            return array_from_tuple(self.b, source, ArrayType(t.elements[0], 1, "C"))
+        return None
 
     def _pop(self, lst: GrowingList) -> Value:
         """`ys.pop()`: the last entry, the length one less (IndexError on an empty list)."""
