@@ -174,8 +174,8 @@ def _driver(rule, argtypes: tuple, argnum: int, width: int, one, seed, ndim: int
                         f"            s{j}[{c_order_index(f'start + {j}', 'x', ndim)}] = 1\n"
                         for j in range(width))
         columns = "".join(f"        if start + {j} < n:\n"
-                          f"            g = ascontiguousarray(res[{1 + j}][1][{argnum}])"
-                          f".reshape(-1)\n"
+                          f"            g = reshape(ascontiguousarray(res[{1 + j}][1][{argnum}]),"
+                          f" (-1,))\n"
                           f"            for r in range(n):\n"
                           f"                H[r, start + {j}] = g[r]\n" for j in range(width))
         body = (f"{prelude}    x = a{argnum}\n"
@@ -185,6 +185,6 @@ def _driver(rule, argtypes: tuple, argnum: int, width: int, one, seed, ndim: int
                 f"{seeds}"
                 f"        res = rule({call}, ONE, {', '.join(f's{j}' for j in range(width))})\n"
                 f"{columns}"
-                f"    return H.reshape({spelled_shape(('x.shape', ndim), ('x.shape', ndim))})\n")
+                f"    return reshape(H, {spelled_shape(('x.shape', ndim), ('x.shape', ndim))})\n")
     return njit_driver("hessian_driver", f"def hessian_driver({args}):\n{body}",
                        {"rule": rule, "ONE": one, "SEED": seed})

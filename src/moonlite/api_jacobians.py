@@ -151,9 +151,9 @@ def _forward_block(k: int, n: int, x, out, width: int, call: str, copies: str) -
                        f"            J{k}[start + {j}] = res[{1 + j}]\n" for j in range(width))
         return (f"    x{k} = a{n}\n    n{k} = x{k}.size\n    J{k} = zeros(n{k}, DT{k})\n"
                 f"    for start in range(0, n{k}, {width}):\n{copies}{seeds}{call_line}{fill}"
-                f"    J{k} = J{k}.reshape({spelled_shape((f'x{k}.shape', nx))})\n")
+                f"    J{k} = reshape(J{k}, {spelled_shape((f'x{k}.shape', nx))})\n")
     fill = "".join(f"        if start + {j} < n{k}:\n"
-                   f"            g = ascontiguousarray(res[{1 + j}]).reshape(-1)\n"
+                   f"            g = reshape(ascontiguousarray(res[{1 + j}]), (-1,))\n"
                    f"            for r in range(m{k}):\n"
                    f"                J{k}[r, start + {j}] = g[r]\n" for j in range(width))
     first = (f"        if start == 0:  # the output's shape, known from the first evaluation\n"
@@ -163,7 +163,7 @@ def _forward_block(k: int, n: int, x, out, width: int, call: str, copies: str) -
     return (f"    x{k} = a{n}\n    n{k} = x{k}.size\n    m{k} = 0\n"
             f"    shape{k} = ({'0, ' * no})\n    J{k} = zeros((0, 0), DT{k})\n"
             f"    for start in range(0, n{k}, {width}):\n{copies}{seeds}{call_line}{first}{fill}"
-            f"    J{k} = J{k}.reshape({spelled_shape((f'shape{k}', no), (f'x{k}.shape', nx))})\n")
+            f"    J{k} = reshape(J{k}, {spelled_shape((f'shape{k}', no), (f'x{k}.shape', nx))})\n")
 
 
 def _driver_source(name: str, nargs: int, blocks: list, count: int, as_tuple: bool) -> str:
@@ -205,11 +205,11 @@ def _reverse_driver(f, argtypes, types, nums, qualname, strong_zeros, as_tuple):
             if isinstance(types[n], FloatType):
                 body += f"        J{k}[r, 0] = res[1][{n}]\n"
             else:
-                body += (f"        g = ascontiguousarray(res[1][{n}]).reshape(-1)\n"
+                body += (f"        g = reshape(ascontiguousarray(res[1][{n}]), (-1,))\n"
                          f"        for c in range(a{n}.size):\n"
                          f"            J{k}[r, c] = g[c]\n")
         for k, n in enumerate(nums):
             shape = spelled_shape(("o.shape", no), (f"a{n}.shape", _ndim(types[n])))
-            body += f"    J{k} = J{k}.reshape({shape})\n"
+            body += f"    J{k} = reshape(J{k}, {shape})\n"
     source = _driver_source("jacrev_driver", len(types), [body], len(nums), as_tuple)
     return njit_driver("jacrev_driver", source, namespace), (rule,), written

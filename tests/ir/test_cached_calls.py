@@ -10,8 +10,8 @@ from numba.core import event
 import moonlite
 from moonlite.ir.cached_calls import (DRIVER_NAMES, cached_ascontiguousarray, cached_copy,
                                       cached_dot, cached_empty_like, cached_matmul,
-                                      cached_outer, cached_zeros, cached_zeros_like,
-                                      wrapper_for)
+                                      cached_outer, cached_reshape, cached_zeros,
+                                      cached_zeros_like, wrapper_for)
 from moonlite.ir.typing import call_result_type
 from moonlite.ir.types import from_numba
 
@@ -38,7 +38,11 @@ def test_wrappers_compute_what_numpy_computes_for_every_layout():
     _same(cached_matmul(M.T, M), M.T @ M)
     _same(cached_dot(M, V4), np.dot(M, V4))
     _same(cached_zeros((2, 3), np.float32), np.zeros((2, 3), np.float32))
-    assert DRIVER_NAMES == {"zeros": cached_zeros, "ascontiguousarray": cached_ascontiguousarray}
+    _same(cached_reshape(M, (4, 3)), np.reshape(M, (4, 3)))
+    _same(cached_reshape(M, (-1,)), np.reshape(M, (-1,)))
+    assert np.shares_memory(cached_reshape(M, (-1,)), M)  # a view, as numpy's
+    assert DRIVER_NAMES == {"zeros": cached_zeros, "ascontiguousarray": cached_ascontiguousarray,
+                            "reshape": cached_reshape}
 
 
 def test_a_wrapper_stands_in_only_for_the_call_form_it_takes():

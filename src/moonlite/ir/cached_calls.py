@@ -3,7 +3,8 @@
 numba compiles its implementation of a numpy function in every process, per argument types and
 caller flags, and typing a call compiles it: `np.zeros_like` 0.1-0.14 s (every gradient
 allocates shadows with it), `np.outer` 1.3 s (the adjoint of a matrix-vector product), `@`
-0.2 s for each pair of layouts. IR keeps the numpy function (rules and analyses know it by
+0.2 s for each pair of layouts, a reshape 0.05 s per kind of shape (its size check, compiled
+when lowered: three in a Hessian's driver). IR keeps the numpy function (rules and analyses know it by
 identity); the typing of a call (`ir/typing.py`) and its lowering (`lower/emit.py`) use the
 wrapper, compiled with `cache=True`: numba loads it from its cache after the first process,
 with its bitcode, so LLVM still inlines it. Same arguments, same result type. The generated
@@ -44,6 +45,11 @@ def cached_ascontiguousarray(a):
 
 
 @nb.njit(cache=True)
+def cached_reshape(a, shape):
+    return np.reshape(a, shape)
+
+
+@nb.njit(cache=True)
 def cached_copy(a):
     return np.copy(a)
 
@@ -67,7 +73,8 @@ def cached_dot(a, b):
 _WRAPPERS = {np.zeros_like: (1, cached_zeros_like), np.empty_like: (1, cached_empty_like),
              np.copy: (1, cached_copy), np.outer: (2, cached_outer),
              operator.matmul: (2, cached_matmul), np.dot: (2, cached_dot),
-             np.zeros: (2, cached_zeros), np.ascontiguousarray: (1, cached_ascontiguousarray)}
+             np.zeros: (2, cached_zeros), np.ascontiguousarray: (1, cached_ascontiguousarray),
+             np.reshape: (2, cached_reshape)}
 
 
 def wrapper_for(callee, n_positional: int, has_keywords: bool):
@@ -82,4 +89,5 @@ def wrapper_for(callee, n_positional: int, has_keywords: bool):
 
 
 # what a generated driver's source may call by name (api_drivers.njit_driver)
-DRIVER_NAMES = {"zeros": cached_zeros, "ascontiguousarray": cached_ascontiguousarray}
+DRIVER_NAMES = {"zeros": cached_zeros, "ascontiguousarray": cached_ascontiguousarray,
+                "reshape": cached_reshape}
