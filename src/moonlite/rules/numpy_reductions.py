@@ -1,5 +1,5 @@
 """numpy's reductions: np.sum, np.mean, np.cumsum, np.trace, np.prod, np.max/np.min (and their
-method forms) and np.linalg.norm, each registered once with its forward rule, its adjoint, what
+method forms), np.median and np.linalg.norm, each registered once with its forward rule, its adjoint, what
 the adjoint reads and the keywords it reads (`registry.py`). Their test cases are at
 the bottom (`CASES`), and in the systematic suite (`tests/rules/`).
 
@@ -224,6 +224,37 @@ for _keys, _tangent, _adjoint in [
                   keywords=())
 
 
+# --- the median: the entry (or the two entries) in the middle --------------------------------
+
+@nb.njit(cache=True)
+def median_weights(x):
+    """d median(x) / dx: 1 at the middle entry of x in sorted order (an odd count), 1/2 at each
+    of the two middle ones (an even count), 0 elsewhere, in x's shape. Where x holds a nan,
+    numba's median is whatever its selection leaves there, and the derivative is nan."""
+    values = np.ravel(x)
+    n = values.size
+    out = np.zeros(n, x.dtype)
+    if np.isnan(values).any():
+        out[:] = np.nan
+    elif n > 0:
+        order = np.argsort(values, kind="mergesort")  # (ties: one side's derivative)
+        if n % 2 == 1:
+            out[order[n // 2]] = 1
+        else:
+            out[order[n // 2 - 1]] = 0.5
+            out[order[n // 2]] = 0.5
+    return out.reshape(x.shape)
+
+
+@nb.njit(cache=False, error_model="numpy")
+def median_tangent(x, dx):
+    return np.sum(median_weights(x) * dx)
+
+
+register_each((np.median,), jvp=_whole_array(median_tangent),
+              adjoint=_reduction_adjoint(median_weights), reads=reads_first, keywords=())
+
+
 # --- the norm ------------------------------------------------------------------------------------
 
 def _norm_rule(b, primals, tangents, kwargs):
@@ -266,6 +297,9 @@ CASES = [
     _E("amax", lambda x: np.amax(x), _MAT),
     _E("amin", lambda x: np.amin(x), _MAT),
     _E("max_of_transpose", lambda x: np.max(x.T), _MAT),
+    _E("median_odd", lambda x: np.median(x), _uniform(-2.0, 2.0, 7)),
+    _E("median_even", lambda x: np.median(x), _MAT),
+    _E("median_of_transpose", lambda x: np.median(x.T * x.T), _MAT),
     _E("cumsum", lambda x: np.cumsum(x), _MAT),
     _E("cumsum_axis", lambda x: np.cumsum(x, axis=1), _MAT),
     _E("cumsum_axis_0_of_3d", lambda x: np.cumsum(x, axis=0), _uniform(-2.0, 2.0, 3, 2, 4)),

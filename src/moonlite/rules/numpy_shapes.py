@@ -1,5 +1,6 @@
 """numpy functions that move entries without combining them: copies, reshapes, views (transposes),
-joins (np.concatenate, np.stack, ...), triangles and diagonals, fills, and allocations. Each is
+joins (np.concatenate, np.stack, ...), triangles and diagonals, fills, sorts of vectors, and
+allocations. Each is
 registered once with its forward rule (the same call on the tangent: they are linear), its
 adjoint, what the adjoint reads, the keywords it reads and its traits (`registry.py`). Their test
 cases are at the bottom (`CASES`), and in the systematic suite (`tests/rules/`).
@@ -14,7 +15,7 @@ from ..ir import ops
 from ..ir.traits import ALLOCATES, AXES_VIEW, VIEW
 from ..ir.types import ArrayType, int64, none
 from .define import (Attribute, Method, RuleNotApplicable, defzero, linear_attribute, linear_call,
-               linear_method, no_adjoint)
+               linear_method, no_adjoint, positional_only)
 from .operands import (describe, keyword_values, positional, reads_first, reads_nothing,
                        reads_options)
 from .registry import ANY_KEYWORD, has_adjoint, register
@@ -252,9 +253,56 @@ register(np.diff, jvp=linear_call(np.diff), adjoint=_diff_adjoint, reads=reads_n
          keywords=())
 
 
+# --- np.sort of a vector: its entries in sorted order -----------------------------------------
+
+def _sort_rule(b, primals, tangents, kwargs):
+    positional_only(kwargs, primals, 1)
+    if primals[0].type.ndim != 1:
+        raise RuleNotApplicable("np.sort is differentiated for 1-D arrays (np.sort(x[i]) per "
+                                "row for a matrix)")
+    return b.call(sorted_like, [primals[0], tangents[0]])
+
+
+def _sort_adjoint(rv, op) -> None:
+    """y = np.sort(x) of a vector, y[k] = x[order[k]]: x[order[k]] gets g[k]."""
+    x = positional(op)[0]
+    if len(positional(op)) > 1 or keyword_values(op) or x.type.ndim != 1:
+        raise rv.unsupported(op, f"{describe(op)} of a matrix, or with an axis or kind, in "
+                             "reverse mode", "sort 1-D arrays (np.sort(x[i]) per row)")
+    g = rv.shadow(op.result)
+    if g is not None:
+        rv.send(x, rv.b.call(unsorted, [rv.recall(x), g]))
+
+
+@nb.njit(cache=True)
+def sorted_like(x, dx):
+    """dx's entries in the order np.sort puts x's (its argsort: the same nan-last quicksort;
+    entries that tie are equal, so which goes first changes no value)."""
+    order = np.argsort(x)
+    out = np.empty(order.shape[0], dx.dtype)
+    for k in range(order.shape[0]):
+        out[k] = dx[order[k]]
+    return out
+
+
+@nb.njit(cache=True)
+def unsorted(x, g):
+    """The adjoint of np.sort(x): g's entries sent back to where np.sort took them from."""
+    order = np.argsort(x)
+    dx = np.empty(order.shape[0], g.dtype)
+    for k in range(order.shape[0]):
+        dx[order[k]] = g[k]
+    return dx
+
+
+register(np.sort, jvp=_sort_rule, adjoint=_sort_adjoint, reads=reads_first, keywords=())
+
+
 # --- test cases (checked in every mode against finite differences) ---------------------------
 
 CASES = [
+    _E("sort", lambda x: np.sort(x) * np.arange(1.0, 6.0), _VEC),
+    _E("sort_of_a_row", lambda x: np.sort(x[1] * x[1]) ** 2, _MAT),
     _E("diff", lambda x: np.diff(x), _VEC),
     _E("diff_of_rows", lambda x: np.diff(x), _MAT),  # forward mode: along the last axis
     _E("diff_second_order", lambda x: np.diff(x, 2), _VEC),  # forward mode
