@@ -16,7 +16,7 @@ import numpy as np
 from .. import _numba as nb
 from ..ir import ops
 from ..ir.core import Value
-from ..ir.types import OpaqueType, TupleType, from_numba, int64
+from ..ir.types import ArrayType, OpaqueType, TupleType, from_numba, int64
 from ..ir.typing import TypingFailure, call_result_type
 from . import rewrites
 from . import statics as st
@@ -100,6 +100,21 @@ class ConstructReads:
             self.unsupported(f"indexing a list literal of {len(literal.items)} entries with "
                              f"{index!r}", "index it with an integer in range")
         return literal.items[index]
+
+    def ex_exhaust_iter(self, expr, target):
+        """`a, b = v`: a tuple as it is, an array's or a list's entries, a list of tuples'."""
+        bound = self.lookup(expr.value)
+        if isinstance(bound, GrowingList) and bound.holds_tuples:
+            return self.unpack_list(bound, expr.count)
+        value = (self._list_as_tuple(bound) if isinstance(bound, st.ListLiteral)
+                 else self.list_entries(bound, "unpacked") if isinstance(bound, GrowingList)
+                 else self.value(expr.value))
+        if isinstance(value.type, ArrayType) and value.type.ndim > 0:
+            return self._unpack_array(value, expr.count, target)
+        if not isinstance(value.type, TupleType):
+            self.unsupported(f"unpacking a value of type {value.type}",
+                             "unpack tuples and arrays only")
+        return value
 
     def _unpack_array(self, value: Value, count: int, target) -> Value:
         """`a, b = x` for an array x: its length checked (numba raises ValueError too), then a

@@ -516,20 +516,6 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
     def ex_build_tuple(self, expr, target):
         return self.b.build_tuple([self.value(v) for v in expr.items])
 
-    def ex_exhaust_iter(self, expr, target):
-        bound = self.lookup(expr.value)
-        if isinstance(bound, GrowingList) and bound.holds_tuples:
-            return self.unpack_list(bound, expr.count)
-        value = (self._list_as_tuple(bound) if isinstance(bound, st.ListLiteral)
-                 else self.list_entries(bound, "unpacked") if isinstance(bound, GrowingList)
-                 else self.value(expr.value))
-        if isinstance(value.type, ArrayType) and value.type.ndim > 0:
-            return self._unpack_array(value, expr.count, target)
-        if not isinstance(value.type, TupleType):
-            self.unsupported(f"unpacking a value of type {value.type}",
-                             "unpack tuples and arrays only")
-        return value
-
     def ex_call(self, expr, target):
         if expr.varkwarg is not None:
             self.unsupported("calls with **kwargs", "pass the keyword arguments explicitly")

@@ -46,6 +46,7 @@ from . import numpy_rules  # noqa: F401  (numpy's elementwise functions)
 from . import numpy_reductions  # noqa: F401  (sum, mean, prod, max, cumsum, trace, norm)
 from . import numpy_shapes  # noqa: F401  (copies, reshapes, views, joins, triangles, fills)
 from . import numpy_products  # noqa: F401  (dot, outer, @)
+from . import numpy_interp  # noqa: F401  (np.interp)
 from . import linalg  # noqa: F401  (np.linalg, as custom rules)
 from . import reductions  # noqa: F401  (np.var, np.std, as custom rules)
 from . import call_traits  # noqa: F401  (answers op.traits() for calls)
@@ -54,4 +55,4 @@ from . import call_traits  # noqa: F401  (answers op.traits() for calls)
 def numpy_rule_cases() -> list:
     """Every numpy rule file's test cases (np.linalg's and np.var/np.std's included)."""
     return (numpy_rules.NUMPY_RULE_CASES + numpy_reductions.CASES + numpy_shapes.CASES
-            + numpy_products.CASES + linalg.LINALG_RULE_CASES + reductions.REDUCTION_RULE_CASES)
+            + numpy_products.CASES + numpy_interp.CASES + linalg.LINALG_RULE_CASES + reductions.REDUCTION_RULE_CASES)
