@@ -66,3 +66,36 @@ def test_nans_give_numbas_values_and_a_nan_median_derivative():
     np.testing.assert_equal(value, _sorted_weighted(x))
     # np.sort puts the nan last: each finite entry's weight is its rank
     np.testing.assert_equal(g[[0, 2, 3]], [1.0, 0.0, 2.0])
+
+
+@numba.njit
+def value_at_risk(weights, returns, level):
+    """A portfolio's loss quantile and the mean loss beyond a percentile (finance)."""
+    losses = -(returns @ weights)
+    var = np.quantile(losses, level)
+    return var + 0.5 * np.percentile(losses, 100.0 * level - 7.0) \
+        + 0.1 * np.nanpercentile(losses, 30.0)
+
+
+def test_percentiles_and_quantiles_in_every_mode_to_second_order():
+    rng = np.random.default_rng(3)
+    returns = rng.normal(0.0, 0.02, (40, 3))
+    weights = np.array([0.5, 0.3, 0.2])
+    check_rule(value_at_risk, weights, returns, 0.9, fixed=(1,), second_order=True)
+
+
+@numba.njit
+def _percentiles(a, q):
+    return np.percentile(a, q) + 2.0 * np.nanquantile(a, q / 100.0)
+
+
+def test_percentile_ends_and_nans():
+    a = np.array([0.4, -1.3, 2.2, 0.9, -0.1])
+    for q, expected in [(0.0, 3 * np.eye(5)[1]), (100.0, 3 * np.eye(5)[2])]:
+        value, g = moonlite.value_and_grad(_percentiles)(a, q)
+        assert value == _percentiles(a, q)
+        np.testing.assert_allclose(g, expected)  # the smallest, the largest entry
+    with_nan = np.array([0.4, np.nan, 2.2, 0.9, -0.1])
+    value, (ga, gq) = moonlite.value_and_grad(_percentiles, argnums=(0, 1))(with_nan, 40.0)
+    np.testing.assert_equal(value, _percentiles(with_nan, 40.0))  # nan: np.percentile's
+    assert np.isnan(ga).all() and np.isnan(gq)

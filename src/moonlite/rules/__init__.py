@@ -47,6 +47,7 @@ from . import numpy_reductions  # noqa: F401  (sum, mean, prod, max, cumsum, tra
 from . import numpy_shapes  # noqa: F401  (copies, reshapes, views, joins, triangles, fills)
 from . import numpy_products  # noqa: F401  (dot, outer, @)
 from . import numpy_interp  # noqa: F401  (np.interp)
+from . import numpy_percentiles  # noqa: F401  (np.percentile, np.quantile)
 from . import linalg  # noqa: F401  (np.linalg, as custom rules)
 from . import reductions  # noqa: F401  (np.var, np.std, as custom rules)
 from . import call_traits  # noqa: F401  (answers op.traits() for calls)
@@ -55,4 +56,5 @@ from . import call_traits  # noqa: F401  (answers op.traits() for calls)
 def numpy_rule_cases() -> list:
     """Every numpy rule file's test cases (np.linalg's and np.var/np.std's included)."""
     return (numpy_rules.NUMPY_RULE_CASES + numpy_reductions.CASES + numpy_shapes.CASES
-            + numpy_products.CASES + numpy_interp.CASES + linalg.LINALG_RULE_CASES + reductions.REDUCTION_RULE_CASES)
+            + numpy_products.CASES + numpy_interp.CASES
+            + numpy_percentiles.CASES + linalg.LINALG_RULE_CASES + reductions.REDUCTION_RULE_CASES)
