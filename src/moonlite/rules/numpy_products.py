@@ -1,6 +1,7 @@
-"""Bilinear products: np.dot (and a.dot), `@` (`ops.MatMul`) and np.outer, each registered once
-with its forward rule, its adjoint and what the adjoint reads (`registry.py`). numba implements
-them for 1-D and 2-D float arrays. Their test cases are at the bottom (`CASES`), and in
+"""Bilinear products: np.dot (and a.dot), `@` (`ops.MatMul`), np.outer, and np.convolve and
+np.correlate of vectors, each registered once with its forward rule, its adjoint and what the
+adjoint reads (`registry.py`). numba implements the first for 1-D and 2-D float arrays, the
+last two for vectors. Their test cases are at the bottom (`CASES`), and in
 the systematic suite (`tests/rules/`).
 """
 
@@ -8,9 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _numba as nb
 from ..ir import ops
-from .define import Method, defjvp
-from .operands import positional, reads_first_two
+from ..ir.types import ArrayType, FloatType
+from .define import Method, RuleNotApplicable, defjvp
+from .operands import describe, keyword_values, positional, reads_first_two
 from .registry import has_adjoint, register
 from .cases import MAT as _MAT, VEC as _VEC, array_case as _E, uniform as _uniform
 
@@ -74,6 +77,80 @@ for _key in (np.dot, Method("dot"), ops.MatMul):
 register(np.outer, adjoint=_outer_adjoint, reads=reads_first_two, keywords=())
 
 
+# --- np.convolve (numpy's "full") and np.correlate ("valid") of float64 vectors ------------------
+
+def _vectors(b, a, v) -> None:
+    f64 = FloatType(64)
+    if not all(isinstance(x.type, ArrayType) and x.type.ndim == 1 and x.type.dtype == f64
+               for x in (a, v)):
+        raise RuleNotApplicable("np.convolve and np.correlate are differentiated for 1-D "
+                                "float64 arrays")
+
+
+def _bilinear_term(fn, position):
+    """The term of a bilinear fn(a, v) for the tangent of argument `position`: fn of it."""
+    def term(b, a, v, d):
+        _vectors(b, a, v)
+        return b.call(fn, [d, v] if position == 0 else [a, d])
+    return term
+
+
+def _lag_adjoint(helper):
+    def adjoint(rv, op) -> None:
+        a, v = positional(op)
+        if keyword_values(op):
+            raise rv.unsupported(op, f"{describe(op)} with a mode", "leave the mode out")
+        try:
+            _vectors(rv.b, a, v)
+        except RuleNotApplicable as exc:
+            raise rv.unsupported(op, f"{describe(op)} in reverse mode ({exc})",
+                                 "pass 1-D float64 arrays") from None
+        g = rv.shadow(op.result)
+        if g is None:
+            return
+        parts = rv.b.call(helper, [rv.recall(a), rv.recall(v), g])
+        for k, operand in enumerate((a, v)):
+            if has_adjoint(operand.type):
+                rv.send(operand, rv.b.tuple_getitem(parts, k))
+    return adjoint
+
+
+@nb.njit(cache=True)
+def convolve_adjoint(a, v, g):
+    """y = np.convolve(a, v): y[i + j] gets a[i] v[j] (either order of the two: numpy swaps
+    them when v is longer, and the sum is the same)."""
+    ga, gv = np.zeros(a.shape[0]), np.zeros(v.shape[0])
+    for i in range(a.shape[0]):
+        for j in range(v.shape[0]):
+            ga[i] += g[i + j] * v[j]
+            gv[j] += g[i + j] * a[i]
+    return ga, gv
+
+
+@nb.njit(cache=True)
+def correlate_adjoint(a, v, g):
+    """y = np.correlate(a, v): y[k] = sum_j a[j + k] v[j] when a is at least as long as v; else
+    numpy correlates v with a and reverses the result: y[k] = sum_j v[j + L - k] a[j]."""
+    n, m = a.shape[0], v.shape[0]
+    ga, gv = np.zeros(n), np.zeros(m)
+    if n >= m:
+        for k in range(n - m + 1):
+            for j in range(m):
+                ga[j + k] += g[k] * v[j]
+                gv[j] += g[k] * a[j + k]
+    else:
+        for k in range(m - n + 1):
+            for j in range(n):
+                gv[j + m - n - k] += g[k] * a[j]
+                ga[j] += g[k] * v[j + m - n - k]
+    return ga, gv
+
+
+for _fn, _helper in ((np.convolve, convolve_adjoint), (np.correlate, correlate_adjoint)):
+    defjvp(_fn, _bilinear_term(_fn, 0), _bilinear_term(_fn, 1))
+    register(_fn, adjoint=_lag_adjoint(_helper), reads=reads_first_two, keywords=())
+
+
 # --- test cases (checked in every mode against finite differences) ---------------------------
 
 CASES = [
@@ -85,4 +162,9 @@ CASES = [
     _E("matmul_vector", lambda a, x: a @ x, _MAT, _uniform(-2.0, 2.0, 4)),
     _E("matmul_vectors", lambda x, y: x @ y, _VEC, _VEC),
     _E("method_dot", lambda a, c: a.dot(c), _MAT, _uniform(-2.0, 2.0, 4, 2)),
+    _E("convolve", lambda a, v: np.convolve(a, v) ** 2, _VEC, _uniform(-2.0, 2.0, 3)),
+    _E("convolve_longer_second", lambda a, v: np.convolve(a, v), _uniform(-2.0, 2.0, 3), _VEC),
+    _E("correlate", lambda a, v: np.correlate(a, v) ** 2, _VEC, _uniform(-2.0, 2.0, 3)),
+    _E("correlate_longer_second", lambda a, v: np.correlate(a, v), _uniform(-2.0, 2.0, 3),
+       _VEC),
 ]

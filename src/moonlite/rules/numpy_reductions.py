@@ -258,26 +258,58 @@ register_each((np.median,), jvp=_whole_array(median_tangent),
 # --- the norm ------------------------------------------------------------------------------------
 
 def _norm_rule(b, primals, tangents, kwargs):
-    # The default norm (2-norm of a vector, Frobenius of a matrix): <x, dx> / |x|.
-    if len(primals) != 1 or kwargs:
-        raise RuleNotApplicable("only the default norm, np.linalg.norm(x), is differentiated")
+    # The default norm (2-norm of a vector, Frobenius of a matrix): <x, dx> / |x|; a vector's
+    # norm of another order: <d|x|_p/dx, dx>.
+    if kwargs or len(primals) not in (1, 2):
+        raise RuleNotApplicable("np.linalg.norm(x) and np.linalg.norm(x, ord) are "
+                                "differentiated (no axis)")
     x, dx = primals[0], tangents[0]
+    if len(primals) == 2:
+        if x.type.ndim != 1 or tangents[1] is not None:
+            raise RuleNotApplicable("a norm with an order is differentiated for vectors, in "
+                                    "the vector (not the order)")
+        return b.call(np.sum, [b.mul(b.call(vector_norm_gradient, primals), dx)])
     return b.div(b.call(np.sum, [b.mul(x, dx)]), b.call(np.linalg.norm, [x]))
 
 
 def _norm_adjoint(rv, op) -> None:
-    if keyword_values(op) or len(positional(op)) > 1:
-        raise rv.unsupported(op, f"{describe(op)} with an order or axis in reverse mode",
+    args = positional(op)
+    if keyword_values(op) or len(args) > 2 or len(args) == 2 and (
+            args[0].type.ndim != 1 or args[1] in rv.varied):
+        raise rv.unsupported(op, f"{describe(op)} with an axis, of a matrix with an order, or "
+                             f"differentiated in its order, in reverse mode",
                              "compute the norm with np.sqrt(np.sum(x * x))")
-    operand = positional(op)[0]
+    operand = args[0]
     x = rv.recall(operand)
     dy = rv.take_adjoint(op.result)
+    if len(args) == 2:
+        gradient = rv.b.call(vector_norm_gradient, [x, rv.recall(args[1])])
+        return rv.send(operand, rv.b.mul(gradient, dy))
     norm = rv.b.call(np.linalg.norm, [x])
     rv.send(operand, rv.b.mul(x, rv.b.div(dy, norm)))
 
 
+@nb.njit(cache=True)
+def vector_norm_gradient(x, order):
+    """d np.linalg.norm(x, order) / dx for a vector x: sign(x) for order 1, x / |x| for 2, the
+    sign at the first entry largest (smallest) in magnitude for inf (-inf), none for 0 (a
+    count), sign(x) |x|^(p-1) / |x|_p^(p-1) for another p."""
+    out = np.zeros(x.shape[0])
+    p = float(order)
+    if p == np.inf or p == -np.inf:
+        magnitudes = np.abs(x)
+        k = np.argmax(magnitudes) if p > 0 else np.argmin(magnitudes)
+        out[k] = np.sign(x[k])
+    elif p == 1.0:
+        out[:] = np.sign(x)
+    elif p != 0.0:
+        norm = np.linalg.norm(x, order)
+        out[:] = np.sign(x) * np.abs(x) ** (p - 1.0) / norm ** (p - 1.0)
+    return out
+
+
 defrule(np.linalg.norm, _norm_rule)
-register(np.linalg.norm, adjoint=_norm_adjoint, reads=reads_first, keywords=())
+register(np.linalg.norm, adjoint=_norm_adjoint, reads=reads_all, keywords=())
 
 
 # --- test cases (checked in every mode against finite differences) ---------------------------
@@ -307,6 +339,11 @@ CASES = [
     _E("trace", lambda x: np.trace(x), _uniform(-2.0, 2.0, 4, 4)),
     _E("norm_vector", lambda x: np.linalg.norm(x), _VEC),
     _E("norm_matrix", lambda x: np.linalg.norm(x), _MAT),
+    _E("norm_1", lambda x: np.linalg.norm(x, 1), _VEC),
+    _E("norm_inf", lambda x: np.linalg.norm(x, np.inf) ** 2, _VEC),
+    _E("norm_minus_inf", lambda x: np.linalg.norm(x, -np.inf), _VEC),
+    _E("norm_3", lambda x: np.linalg.norm(x, 3) * x[0], _VEC),
+    _E("norm_2_given", lambda x: np.linalg.norm(x, 2), _VEC),
     _E("method_sum", lambda x: x.sum(), _MAT),
     _E("method_sum_axis", lambda x: x.sum(axis=1), _MAT),
     _E("method_mean", lambda x: x.mean(), _MAT),
