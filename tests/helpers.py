@@ -3,6 +3,10 @@
 import os
 
 import numpy as np
+import pytest
+
+import moonlite
+from moonlite.errors import UnsupportedError
 
 from tests.helpers_env import O0_NUMBA_CACHE
 
@@ -53,3 +57,14 @@ def optimised_env() -> dict:
     if env.get("NUMBA_CACHE_DIR") == O0_NUMBA_CACHE:  # the suite's -O0 code stays out
         env.pop("NUMBA_CACHE_DIR")
     return env
+
+
+def assert_refused_in_both_modes(kernel, construct: str) -> None:
+    """`grad` and `jvp` of `kernel` at a 3-vector both raise UnsupportedError matching
+    `construct` (numba compiles the kernel first: the refusal is moonlite's)."""
+    x = np.array([0.4, -0.3, 0.9])
+    kernel(x)
+    for derive in (lambda: moonlite.grad(kernel)(x),
+                   lambda: moonlite.jvp(kernel, (x,), (np.ones(3),))):
+        with pytest.raises(UnsupportedError, match=construct):
+            derive()

@@ -59,3 +59,21 @@ def test_phis_reach_a_fixpoint():
     counters = [op.result for op in fn.ops() if isinstance(op, ops.Phi)
                 and op.result.type.is_integer]
     assert counters and not any(c in varied for c in counters)
+
+
+@numba.njit
+def ranked_sum(x):
+    # the weights come from x's length only: an int, and floats made from it, carry nothing
+    return np.sum(np.sort(x) * np.arange(1.0, x.shape[0] + 1.0)) + float(np.argmax(x))
+
+
+def test_ints_and_floats_made_from_them_are_not_varied():
+    fn = moonlite.capture(ranked_sum, np.array([0.3, -0.2, 0.9]))
+    varied = varied_values(fn)
+    ints = [op.result for op in fn.ops() if op.result is not None and op.result.type.is_integer]
+    assert ints and not any(v in varied for v in ints)
+    aranges = [op for op in fn.ops() if isinstance(op, ops.Call) and op.callee is np.arange]
+    assert aranges and not any(v in varied for op in aranges for v in op.operands)
+    # reverse mode then takes np.arange(1.0, n + 1.0) as a constant instead of refusing it
+    np.testing.assert_allclose(moonlite.grad(ranked_sum)(np.array([0.3, -0.2, 0.9])),
+                               [2.0, 1.0, 3.0])

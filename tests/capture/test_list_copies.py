@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import moonlite
-from moonlite.errors import UnsupportedError
 from moonlite.testing import check_rule
+from tests.helpers import assert_refused_in_both_modes
 
 
 @numba.njit
@@ -135,9 +135,4 @@ def extends_while_walking(x):
     (extends_while_walking, r"a for loop over a list that changes the same list's length"),
 ])
 def test_extensions_moonlite_cannot_follow_are_refused(kernel, construct):
-    x = np.array([0.4, -0.3, 0.9])
-    kernel(x)  # numba compiles it
-    for derive in (lambda: moonlite.grad(kernel)(x),
-                   lambda: moonlite.jvp(kernel, (x,), (np.ones(3),))):
-        with pytest.raises(UnsupportedError, match=construct):
-            derive()
+    assert_refused_in_both_modes(kernel, construct)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import moonlite
-from moonlite.errors import UnsupportedError
 from moonlite.testing import check_rule
+from tests.helpers import assert_refused_in_both_modes
 
 Hit = namedtuple("Hit", ["cost", "weight"])
 
@@ -148,9 +148,4 @@ def sorts_pairs_without_a_key(x):
     (sorts_pairs_without_a_key, r"a list of tuples built by append sorted without a key"),
 ])
 def test_orders_moonlite_cannot_follow_are_refused(kernel, construct):
-    x = np.array([0.4, -0.3, 0.9])
-    kernel(x)  # numba compiles it
-    for derive in (lambda: moonlite.grad(kernel)(x),
-                   lambda: moonlite.jvp(kernel, (x,), (np.ones(3),))):
-        with pytest.raises(UnsupportedError, match=construct):
-            derive()
+    assert_refused_in_both_modes(kernel, construct)

@@ -13,6 +13,7 @@ import pytest
 import moonlite
 from moonlite.errors import UnsupportedError
 from moonlite.testing import check_rule
+from tests.helpers import assert_refused_in_both_modes
 from tests.capture.test_constructs import _total
 
 
@@ -311,12 +312,7 @@ def rebuilt_in_a_loop(x):
     (rebuilt_in_a_loop, "bound to different lists"),
 ])
 def test_uses_that_need_a_real_list_are_refused(kernel, construct):
-    x = np.array([0.4, -0.3, 0.9])
-    kernel(x)  # numba compiles it
-    for derive in (lambda: moonlite.grad(kernel)(x),
-                   lambda: moonlite.jvp(kernel, (x,), (np.ones(3),))):
-        with pytest.raises(UnsupportedError, match=construct):
-            derive()
+    assert_refused_in_both_modes(kernel, construct)
 
 
 @numba.njit

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .gen_lists import LIST_FEATURES, list_block
+from .gen_orders import ORDER_FEATURES, order_block
 from .gen_records import RECORD_FEATURES, record_block
 from .gen_fields import FIELD_FEATURES, field_block
 from .gen_slices import SLICE_FEATURES, slice_block
@@ -664,7 +665,7 @@ WIDE_FEATURES = frozenset({
     "sentinel_min", "sentinel_array", "softmin_exp", "softmin_log", "softmin_tuple",
     # powers: x ** 0.0 and x ** float(i) with x possibly exactly 0; smooth x ** y
     "pow_zero", "pow_loop_exponent", "pow_var",
-}) | LIST_FEATURES | RECORD_FEATURES | SLICE_FEATURES | FIELD_FEATURES
+}) | LIST_FEATURES | RECORD_FEATURES | SLICE_FEATURES | FIELD_FEATURES | ORDER_FEATURES
 
 
 # groups of constructs; each wide kernel writes those of a random subset ("swarm testing": a
@@ -673,7 +674,8 @@ WIDE_GROUPS = ("kw", "namedtuple", "jitclass", "axis", "tuple_array", "fill", "m
                "sentinel", "pow")
 WIDE_GROUP_CHANCE = 0.35
 FIELDS_GROUP_CHANCE = 0.2  # each such kernel compiles a jitclass's methods in every mode
-_OWN_STREAMS = ("lists", "records", "slices", "fields")  # groups drawing from random streams of their own
+# groups drawing from random streams of their own
+_OWN_STREAMS = ("lists", "records", "slices", "fields", "orders")
 
 
 class _WideGen(_Gen):
@@ -733,6 +735,7 @@ class _WideGen(_Gen):
         self.records_rng = random.Random(f"moonlite-fuzz-wide-records-{seed}")  # likewise
         self.slices_rng = random.Random(f"moonlite-fuzz-wide-slices-{seed}")  # likewise
         self.fields_rng = random.Random(f"moonlite-fuzz-wide-fields-{seed}")  # likewise
+        self.orders_rng = random.Random(f"moonlite-fuzz-wide-orders-{seed}")  # likewise
 
     # ---- the module
     def source(self) -> tuple:
@@ -746,6 +749,8 @@ class _WideGen(_Gen):
             self.groups |= {"slices"}
         if self.fields_rng.random() < FIELDS_GROUP_CHANCE:
             self.groups |= {"fields"}
+        if self.orders_rng.random() < WIDE_GROUP_CHANCE:
+            self.groups |= {"orders"}
         self.n = self.r.randint(2, 5)
         for index in range(self.r.choice([1, 1, 2])):
             self.helper(index)
@@ -1468,6 +1473,9 @@ class _WideGen(_Gen):
         if "records" in self.groups:
             made = record_block(self.records_rng, s, self.fresh, self.emit, self.features,
                                 self.prelude)
+            self.emit(1, f"{acc} += {made}")
+        if "orders" in self.groups:
+            made = order_block(self.orders_rng, s, self.fresh, self.emit, self.features)
             self.emit(1, f"{acc} += {made}")
         parts = [acc] + [v for v in s.floats if v not in floats][-4:]
         if s.arrays and self.chance(0.7):

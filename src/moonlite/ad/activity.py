@@ -9,13 +9,15 @@ The analysis is a forward fixpoint over the ops, conservative where memory is in
 writable float array counts as varied (a write through any alias may put a varied value in it),
 so everything read from one does too; so does a structured array the function writes into.
 Read-only arrays (constants) and arguments outside the active set that the function never
-writes are not varied.
+writes are not varied. Nor are ints, bools and tuples of them, whatever they are computed from:
+`x.shape[0]`, `np.argmax(x)` and `int(x)` carry no derivative, so neither does a float made from
+them (`np.arange(1.0, x.shape[0] + 1.0)` is a constant of the pullback, not a call to refuse).
 """
 
 from __future__ import annotations
 
 from ..ir.core import Function
-from ..ir.types import ArrayType, is_record_array
+from ..ir.types import ArrayType, BoolType, IntType, TupleType, is_record_array
 from .readonly import never_written
 from ..rules.registry import has_adjoint, is_float_array
 
@@ -37,10 +39,18 @@ def varied_values(fn: Function, active=None, constant_arrays=frozenset()) -> set
             result = op.result
             if result in varied:
                 continue
-            if _writable_float_array(result.type) or any(v in varied for v in op.operands):
+            if _writable_float_array(result.type) or not _derivative_free(result.type) \
+                    and any(v in varied for v in op.operands):
                 varied.add(result)
                 changed = True
     return varied
+
+
+def _derivative_free(t) -> bool:
+    """Ints, bools and (nested) tuples of them: values that never carry a derivative."""
+    if isinstance(t, TupleType):
+        return all(_derivative_free(e) for e in t.elements)
+    return isinstance(t, (IntType, BoolType))
 
 
 def _written_record_arrays(fn: Function) -> set:

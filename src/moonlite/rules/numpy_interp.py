@@ -21,7 +21,7 @@ import numpy as np
 from .. import _numba as nb
 from ..ir.types import ArrayType, FloatType
 from .define import RuleNotApplicable, defjvp
-from .operands import describe, keyword_values, positional, reads_all
+from .operands import checked_positional, reads_all
 from .registry import has_adjoint, register
 from .cases import NumpyRuleCase
 
@@ -129,15 +129,8 @@ def _fp_term(b, x, xp, fp, dfp):
 
 
 def _interp_adjoint(rv, op) -> None:
-    args = positional(op)
-    if len(args) != 3 or keyword_values(op):
-        raise rv.unsupported(op, f"{describe(op)} with other than three positional arguments",
-                             "call np.interp(x, xp, fp)")
-    try:
-        _check(*args)
-    except RuleNotApplicable as exc:
-        raise rv.unsupported(op, f"{describe(op)} in reverse mode ({exc})",
-                             "pass float64 arrays (x a float or a 1-D array)") from None
+    args = checked_positional(rv, op, 3, _check, "call np.interp(x, xp, fp)",
+                              "pass float64 arrays (x a float or a 1-D array)")
     g = rv.result_adjoint(op.result)
     if g is None:
         return

@@ -24,7 +24,7 @@ import numpy as np
 from .. import _numba as nb
 from ..ir.types import ArrayType, BoolType, FloatType
 from .define import RuleNotApplicable, defjvp
-from .operands import describe, keyword_values, positional, reads_all
+from .operands import checked_positional, reads_all
 from .registry import has_adjoint, register
 from .cases import NumpyRuleCase
 
@@ -101,17 +101,9 @@ def _jvp_terms(fn):
 
 def _adjoint(fn):
     def adjoint(rv, op) -> None:
-        args = positional(op)
-        if len(args) != 2 or keyword_values(op):
-            raise rv.unsupported(op, f"{describe(op)} with other than two positional "
-                                 "arguments", f"call np.{fn.__name__}(a, q)")
-        try:
-            _check(*args)
-        except RuleNotApplicable as exc:
-            raise rv.unsupported(op, f"{describe(op)} in reverse mode ({exc})",
-                                 "pass a float64 array and one percentile") from None
+        a, q = checked_positional(rv, op, 2, _check, f"call np.{fn.__name__}(a, q)",
+                                  "pass a float64 array and one percentile")
         g = rv.take_adjoint(op.result)
-        a, q = args
         parts = _derivatives(rv.b, fn, rv.recall(a), rv.recall(q))
         if has_adjoint(a.type):
             rv.send(a, rv.b.mul(rv.b.tuple_getitem(parts, 0), g))

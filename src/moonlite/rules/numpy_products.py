@@ -13,7 +13,7 @@ from .. import _numba as nb
 from ..ir import ops
 from ..ir.types import ArrayType, FloatType
 from .define import Method, RuleNotApplicable, defjvp
-from .operands import describe, keyword_values, positional, reads_first_two
+from .operands import checked_positional, positional, reads_first_two
 from .registry import has_adjoint, register
 from .cases import MAT as _MAT, VEC as _VEC, array_case as _E, uniform as _uniform
 
@@ -79,7 +79,7 @@ register(np.outer, adjoint=_outer_adjoint, reads=reads_first_two, keywords=())
 
 # --- np.convolve (numpy's "full") and np.correlate ("valid") of float64 vectors ------------------
 
-def _vectors(b, a, v) -> None:
+def _vectors(a, v) -> None:
     f64 = FloatType(64)
     if not all(isinstance(x.type, ArrayType) and x.type.ndim == 1 and x.type.dtype == f64
                for x in (a, v)):
@@ -90,21 +90,15 @@ def _vectors(b, a, v) -> None:
 def _bilinear_term(fn, position):
     """The term of a bilinear fn(a, v) for the tangent of argument `position`: fn of it."""
     def term(b, a, v, d):
-        _vectors(b, a, v)
+        _vectors(a, v)
         return b.call(fn, [d, v] if position == 0 else [a, d])
     return term
 
 
 def _lag_adjoint(helper):
     def adjoint(rv, op) -> None:
-        a, v = positional(op)
-        if keyword_values(op):
-            raise rv.unsupported(op, f"{describe(op)} with a mode", "leave the mode out")
-        try:
-            _vectors(rv.b, a, v)
-        except RuleNotApplicable as exc:
-            raise rv.unsupported(op, f"{describe(op)} in reverse mode ({exc})",
-                                 "pass 1-D float64 arrays") from None
+        a, v = checked_positional(rv, op, 2, _vectors, "leave the mode out",
+                                  "pass 1-D float64 arrays")
         g = rv.shadow(op.result)
         if g is None:
             return

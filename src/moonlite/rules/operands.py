@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..ir import ops
 from ..ir.core import Op
-from .define import Attribute, Method
+from .define import Attribute, Method, RuleNotApplicable
 
 
 def primitive(op: Op):
@@ -79,3 +79,18 @@ def reads_all(op: Op) -> set:
 def reads_options(op: Op) -> set:
     """Everything but the array: the axis, offset or index arguments."""
     return set(positional(op)[1:]) | set(keyword_values(op))
+
+
+def checked_positional(rv, op: Op, arity: int, check, usage: str, fix: str) -> tuple:
+    """The `arity` positional operands of `op` in a reverse adjoint, refused (naming the op)
+    when there are others or keywords (`usage`: how to call it) or when `check(*operands)`
+    raises RuleNotApplicable (`fix`: what to pass instead)."""
+    args = positional(op)
+    if len(args) != arity or keyword_values(op):
+        raise rv.unsupported(op, f"{describe(op)} with other than {arity} positional "
+                             f"arguments", usage)
+    try:
+        check(*args)
+    except RuleNotApplicable as exc:
+        raise rv.unsupported(op, f"{describe(op)} in reverse mode ({exc})", fix) from None
+    return args
