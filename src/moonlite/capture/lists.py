@@ -469,7 +469,7 @@ class GrowingLists:
         none_ = self.b.const(None, none)
         for buffer, column in zip(buffers, lst.columns):
             moved = self.b.getitem(self._head(buffer, length), order, ArrayType(column, 1, "C"))
-            self.b.setitem(buffer, self.b.build_slice(none_, length, none_), moved)
+            self.b.setitem(buffer, self._slice(none_, length), moved)
 
     def _numba_element(self, lst: GrowingList):
         return lst.named if lst.named is not None else lst.element.to_numba()
@@ -485,8 +485,7 @@ class GrowingLists:
             if part is not None:
                 entries = self.b.getitem(entries, part)
             copies.append(self.b.call(np.copy, [entries], None, buffer.type))
-        copy = GrowingList(lst.element, self._label, named=lst.named)
-        self.lists_built.append(copy)
+        copy = self._new_list(self._numba_element(lst))
         size = length if part is None else self.b.call(len, [copies[0]], type=int64)
         self.list_state[copy] = (tuple(copies), size)
         return copy
@@ -544,8 +543,7 @@ class GrowingLists:
             entries = self._entries_array(source)
             if entries is None:
                 return None
-            copy = GrowingList(entries.type.dtype, self._label)
-            self.lists_built.append(copy)
+            copy = self._new_list(entries.type.dtype.to_numba())
             self.list_state[copy] = ((entries,), self.b.call(len, [entries], type=int64))
         if fn is sorted:
             options = self._sort_options(expr.kws)
