@@ -35,6 +35,7 @@ try:
     from numba.core.dispatcher import Dispatcher  # noqa: F401
     from numba.core.registry import CPUDispatcher  # noqa: F401
     from numba.core.typing.templates import Signature  # noqa: F401
+    from numba.core.typing.typeof import Purpose  # noqa: F401
     from numba.core.typing.templates import make_concrete_template  # noqa: F401
     from numba.core.unsafe import eh as _eh
     from numba.core import cgutils  # noqa: F401

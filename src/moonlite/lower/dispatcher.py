@@ -63,7 +63,7 @@ class DerivedLowering(nb.typed_passes.NativeLowering):
     _name = "moonlite_native_lowering"
 
     def run_pass(self, state):
-        with derived_lowering():
+        with derived_lowering(), derived_typing():  # lowering types operators again
             return super().run_pass(state)
 
 
@@ -91,6 +91,10 @@ class LoweringPipeline(nb.CompilerBase):
                 # and the copies that feed phis; numba rebuilding SSA for each of those
                 # variables in turn took 23% of compiling a Hessian-vector product rule
                 # (3.5 of 15 s), and typing and lowering need no SSA form
+                continue
+            elif pass_cls is nb.untyped_passes.InlineClosureLikes:
+                # it inlines closures and rewrites comprehensions, which moonlite's IR never
+                # holds (capture ran it on the kernel): 5% of compiling a Hessian
                 continue
             elif pass_cls is nb.typed_passes.NativeLowering:
                 pm.add_pass(DerivedLowering, description)

@@ -12,6 +12,7 @@ from ...errors import UnsupportedError
 from ...ir import Builder, ops, reverse_post_order
 from ...ir.cfg import natural_loops, predecessors
 from ...ir.cleanup import remove_dead_code
+from ...ir.locals import forward_locals
 from ...ir.core import Function, Op
 from ...ir.types import ArrayType, TupleType, int64, is_float_record, none
 from ..refusals import arrays_held_by_opaque_values
@@ -133,7 +134,8 @@ class _ReversePass(CustomRuleAdjoints, KeptValues, AdjointStore, ForwardSweep, P
             self._reverse_block(block)
         self._finish()
         self._initialise_locals()
-        return remove_dead_code(self.b.function)  # stand-ins and constants rules did not read
+        # stand-ins and constants rules did not read; adjoints stored and read back at once
+        return remove_dead_code(forward_locals(self.b.function))
 
     def _initialise_locals(self) -> None:
         """Zero every adjoint local at the top of the function, before anything reads it."""
