@@ -4,7 +4,7 @@ The reverse rule of `f` is moonlite IR like any other (its tapes, block stack an
 included), so the forward pass differentiates it: along a direction `v`, the tangent of the
 gradient it returns is the Hessian-vector product `H v`, computed in one compiled evaluation
 together with the value and the gradient. `hessian` runs that rule with `HESSIAN_WIDTH`
-directions per evaluation (batched tangents), filling `HESSIAN_WIDTH` columns at a time.
+directions per evaluation (batched tangents), filling `HESSIAN_WIDTH` rows at a time.
 """
 
 from __future__ import annotations
@@ -158,10 +158,14 @@ def _unit_cotangent(f, argtypes: tuple, api: str):
 
 
 def _driver(rule, argtypes: tuple, argnum: int, width: int, one, seed, ndim: int = 0):
-    """An njit function `driver(*args)` filling the Hessian `width` columns per call of the
+    """An njit function `driver(*args)` filling the Hessian `width` rows per call of the
     forward-over-reverse `rule` (generated per signature: numba needs the arity spelled out;
-    columns filled entry by entry, see api_drivers.py). The rule undoes its writes, so every
-    call starts from the same arguments."""
+    filled entry by entry, see api_drivers.py). The rule undoes its writes, so every call
+    starts from the same arguments.
+
+    Row j gets H e_j, the derivative of the gradient along e_j, which is column j: the Hessian
+    is symmetric. Rows are written in memory order, columns a stride apart: filling columns
+    made the first Hessian of a 10,000-entry kernel spend 4.9 s running, rows 2.8 s."""
     args = ", ".join(f"a{i}" for i in range(len(argtypes)))
     prelude, names = rule_arguments(argtypes)
     call = ", ".join(names)
@@ -173,18 +177,18 @@ def _driver(rule, argtypes: tuple, argnum: int, width: int, one, seed, ndim: int
                         f"        if start + {j} < n:\n"
                         f"            s{j}[{c_order_index(f'start + {j}', 'x', ndim)}] = 1\n"
                         for j in range(width))
-        columns = "".join(f"        if start + {j} < n:\n"
-                          f"            g = reshape(ascontiguousarray(res[{1 + j}][1][{argnum}]),"
-                          f" (-1,))\n"
-                          f"            for r in range(n):\n"
-                          f"                H[r, start + {j}] = g[r]\n" for j in range(width))
+        rows = "".join(f"        if start + {j} < n:\n"
+                       f"            g = reshape(ascontiguousarray(res[{1 + j}][1][{argnum}]),"
+                       f" (-1,))\n"
+                       f"            for r in range(n):\n"
+                       f"                H[start + {j}, r] = g[r]\n" for j in range(width))
         body = (f"{prelude}    x = a{argnum}\n"
                 f"    n = x.size\n"
                 f"    H = zeros((n, n), x.dtype)\n"
                 f"    for start in range(0, n, {width}):\n"
                 f"{seeds}"
                 f"        res = rule({call}, ONE, {', '.join(f's{j}' for j in range(width))})\n"
-                f"{columns}"
+                f"{rows}"
                 f"    return reshape(H, {spelled_shape(('x.shape', ndim), ('x.shape', ndim))})\n")
     return njit_driver("hessian_driver", f"def hessian_driver({args}):\n{body}",
                        {"rule": rule, "ONE": one, "SEED": seed})
