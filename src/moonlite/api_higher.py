@@ -29,10 +29,13 @@ from .ir import Builder
 from .ir.types import ArrayType, FloatType, from_numba
 from .rules.tangents import tangent_type
 
-# directions per evaluation. Compile time grows with it, run time falls: first hessian call of an
-# RK4 integrator 5.2 s at 1, 6.8 s at 2, 9.9 s at 4; computing a dense Hessian
-# 2.6 s at 1, 1.1 s at 2, 1.0 s at 4 (the suite's rosenbrock; docs/benchmarks.md, Latency)
-HESSIAN_WIDTH = 2
+# directions per evaluation. Compile time grows with it, run time falls, but since the Hessian
+# is filled by rows (in memory order) the fall is small: at 2 directions rather than 1 the suite's
+# 10,000-entry rosenbrock and scalar-loop Hessians ran 0.70 and 2.87 s against 0.77 and 3.41 s,
+# while the first call compiled 1.4-1.5x longer (reprojection 2.06 s against 1.43 s, the MLP 3.26
+# against 2.22). (Filling columns, the gain was 2.6 -> 1.1 s: it halved the cache misses.)
+# docs/benchmarks.md, "seventh latency session"
+HESSIAN_WIDTH = 1
 
 
 def hvp(f, primals: Sequence, tangents: Sequence) -> tuple:
