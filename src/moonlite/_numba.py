@@ -116,3 +116,26 @@ def target_context():
 def is_njit_dispatcher(obj) -> bool:
     """True for functions decorated with `numba.njit` (and moonlite's own compiled callables)."""
     return isinstance(obj, Dispatcher) and getattr(obj, "targetoptions", {}).get("nopython", True)
+
+
+def overload_method_impl(bound_type, argtypes: tuple, kwtypes: dict):
+    """The njit dispatcher numba compiles for a method given by `@overload_method` (a structref's
+    methods are written so), for the receiver and argument types `argtypes` (receiver first),
+    or None when the method is no such overload. numba wraps the function the overload returns
+    in a dispatcher and calls that; moonlite calls the same, so the AD passes see an njit
+    callee whose body they read (field writes included)."""
+    template = getattr(bound_type, "template", None)
+    overload_func = getattr(template, "_overload_func", None)
+    if overload_func is None:
+        return None
+    context = typing_context()
+    try:
+        function_type = context.resolve_value_type(overload_func)
+    except ValueError:
+        return None
+    for template_class in getattr(function_type, "templates", ()):
+        get_impl = getattr(template_class(context), "_get_impl", None)
+        impl = get_impl(tuple(argtypes), dict(kwtypes))[0] if get_impl is not None else None
+        if is_njit_dispatcher(impl):
+            return impl
+    return None

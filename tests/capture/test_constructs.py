@@ -11,7 +11,7 @@ from numba import literal_unroll
 import moonlite
 from moonlite.errors import UnsupportedError
 from moonlite.testing import check_rule
-from tests.corpus.constructs import CASES, RECORD_CASES, Neuron
+from tests.corpus.constructs import CASES, RECORD_CASES, Neuron, Oscillator
 
 
 OTHER_CASES = [c for c in CASES if c not in RECORD_CASES]  # records: test_record_fields.py
@@ -157,6 +157,18 @@ def test_a_constant_written_into_a_jitclass_field_differentiates():
 
 
 @numba.njit
+def steps_by_keyword(x0, k):
+    osc = Oscillator(x0, 0.1)
+    for _ in range(4):
+        osc.step(0.1, k=k, c=0.2)  # an @overload_method called with keywords
+    return osc.energy(k=k) + osc.x
+
+
+def test_overload_methods_of_a_structref_called_with_keywords():
+    check_rule(steps_by_keyword, 0.5, 1.2, second_order=True)
+
+
+@numba.njit
 def unrolls_two_arrays_of_one_type(x):
     s = 0.0
     terms = (x, x * 2.0, 1.0)  # numba unrolls a tuple held in a variable only
@@ -165,9 +177,19 @@ def unrolls_two_arrays_of_one_type(x):
     return s
 
 
+@numba.njit
+def carries_a_structref_in_a_tuple(x):
+    pair = (Oscillator(x[0], x[1]), 1.0)
+    for _ in range(3):
+        pair = (pair[0], pair[1] * 2.0)
+    return pair[0].x * pair[1]
+
+
 _X = np.array([0.3, 1.2, -0.7])
 
 REFUSED = [
+    ("structref_in_a_loop_tuple", carries_a_structref_in_a_tuple, (_X,),
+     "OscillatorType instance built from values being differentiated"),
     ("passed_on", passes_a_literal_to_a_function, (_X,), "a list literal used other than read"),
     ("out_of_range", indexes_a_literal_out_of_range, (_X,), "indexing a list literal of 2"),
     ("jitclass_field_write", writes_into_a_jitclass_field, (_X, Neuron(1.0, np.zeros(3), 1)),

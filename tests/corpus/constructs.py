@@ -14,6 +14,7 @@ from typing import Callable
 import numba
 import numpy as np
 from numba import literal_unroll
+from numba.core.extending import overload_method
 from numba.experimental import jitclass, structref
 
 
@@ -759,6 +760,60 @@ def kalman_loglik(zs, q, r):
     return ll
 
 
+
+@structref.register
+class OscillatorType(numba.types.StructRef):
+    def preprocess_fields(self, fields):
+        return tuple((name, numba.types.unliteral(t)) for name, t in fields)
+
+
+class Oscillator(structref.StructRefProxy):
+    """A damped oscillator's position and velocity, as a structref whose methods are written
+    the way numba's structref documentation writes them: with `@overload_method`."""
+
+    def __new__(cls, x, v):
+        return structref.StructRefProxy.__new__(cls, x, v)
+
+
+structref.define_proxy(Oscillator, OscillatorType, ["x", "v"])
+
+
+@overload_method(OscillatorType, "step")
+def _oscillator_step(self, dt, k, c):
+    def impl(self, dt, k, c):  # semi-implicit Euler: fields written in place
+        self.v = self.v - dt * (k * self.x + c * self.v)
+        self.x = self.x + dt * self.v
+    return impl
+
+
+@overload_method(OscillatorType, "energy")
+def _oscillator_energy(self, k):
+    def impl(self, k):
+        return 0.5 * self.v * self.v + 0.5 * k * self.x * self.x
+    return impl
+
+
+@numba.njit
+def oscillator_energy_path(x0, k, c, steps):
+    """The energy of an oscillator built in the kernel, advanced by its own methods, summed
+    along the path."""
+    osc = Oscillator(x0, 0.0)
+    total = 0.0
+    for _ in range(steps):
+        osc.step(0.1, k, c)
+        total += osc.energy(k)
+    return total
+
+
+@numba.njit
+def oscillator_from_argument(osc, k, c):
+    """The same methods on an oscillator the caller gives (held fixed: only k and c vary)."""
+    total = 0.0
+    for _ in range(6):
+        osc.step(0.05, k, c)
+        total += osc.energy(k) * osc.x
+    return total
+
 # --- lists built by appending: comprehensions, filters, appends in loops ---------------------
 
 
@@ -992,4 +1047,9 @@ CASES = RECORD_CASES + [
                   duffing_action, lambda: (DuffingState(0.4, -0.2, 1.5), 0.8, 12)),
     ConstructCase("kalman_loglik", "a structref built in the kernel, updated by a helper",
                   kalman_loglik, lambda: (np.array([0.2, 0.5, 0.1, 0.9, 1.3, 0.8]), 0.3, 0.5)),
+    ConstructCase("oscillator_energy_path", "a structref whose @overload_method methods "
+                  "write its fields", oscillator_energy_path, lambda: (0.8, 1.7, 0.3, 8)),
+    ConstructCase("oscillator_from_argument", "@overload_method methods of a structref "
+                  "argument held fixed", oscillator_from_argument,
+                  lambda: (Oscillator(0.6, -0.2), 1.4, 0.25)),
 ]

@@ -35,7 +35,7 @@ from ..rules.catalogue import EFFECT_FREE
 from ..rules.custom import lookup_custom
 from ..ir.traits import Trait
 from ..rules.registry import is_float_array
-from ..rules.jitclasses import maker
+from ..rules.jitclasses import class_name, maker
 from ..rules.records import record_holder, zero_record_like
 from .opinfo import describe, hashable
 from .readonly import value_users, views_of
@@ -85,7 +85,7 @@ def refusal(op: Op, carries_derivative: Callable, hidden_arrays=frozenset(),
     result = op.result
     if isinstance(op, ops.Call) and maker(op.callee) is not None \
             and carries_derivative(op.operands[0]):
-        return (f"a {result.type.numba_type.classname} instance built from values being "
+        return (f"a {class_name(result.type.numba_type)} instance built from values being "
                 "differentiated and used other than by reading its fields (kept in a tuple carried "
                 "around a loop, returned, stored, or built from fields of other types on "
                 "another path)", _READ_BUILT_INSTANCES)

@@ -21,7 +21,7 @@ from ..ir.typing import TypingFailure, call_result_type
 from . import rewrites
 from . import statics as st
 from .iterators import check_unpack_length
-from ..rules.jitclasses import maker_for
+from ..rules.jitclasses import is_numba_instance_type, maker_for
 from .jitclasses import constructor_of, structref_fields
 from .lists import GrowingList
 
@@ -129,7 +129,23 @@ class ConstructReads:
         """`obj.method(...)` of a jitclass instance is a call of the method's njit function with
         `obj` first (numba compiles it so; a static method without it): AD passes then see an
         njit callee like any other."""
-        fn, takes_self = jitclass_method(method)
+        return self._instance_method_call(*jitclass_method(method), method, expr, target)
+
+    def overloaded_method(self, method: st.BoundMethod, expr):
+        """The njit function numba compiles for `obj.method(...)` when the method of a structref
+        or jitclass instance comes from `@overload_method` (how structref methods are
+        written), else None. Called as a jitclass method is, so a method writing fields of
+        the instance is read through like one."""
+        t = method.receiver.type
+        if not (isinstance(t, OpaqueType) and is_numba_instance_type(t.numba_type)) \
+                or expr.vararg:
+            return None
+        args = [self.typemap[v.name] for v in expr.args]
+        kws = {name: self.typemap[v.name] for name, v in expr.kws}
+        return nb.overload_method_impl(self.typemap[expr.func.name], (t.numba_type, *args), kws)
+
+    def _instance_method_call(self, fn, takes_self: bool, method: st.BoundMethod, expr,
+                              target):
         args = ([method.receiver] if takes_self else []) + self._positional(expr)
         kws = {name: self.value(v) for name, v in expr.kws}
         if kws:

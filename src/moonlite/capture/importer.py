@@ -578,6 +578,9 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
     def _method_call(self, method: st.BoundMethod, expr, target):
         if jitclass_method(method) is not None:
             return self._jitclass_method_call(method, expr, target)
+        overloaded = self.overloaded_method(method, expr)
+        if overloaded is not None:
+            return self._instance_method_call(overloaded, True, method, expr, target)
         args = self._positional(expr)
         kws = {name: self.value(v) for name, v in expr.kws}
         if rewrites.rewrite_method(self.b, method.name, method.receiver, args, kws):
