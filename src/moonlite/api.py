@@ -57,12 +57,14 @@ def instance_type_of(value):
 
 
 def has_float_fields(dtype) -> bool:
-    """A structured dtype of fields holding scalars or arrays of scalars, real floats in one of
-    them at least (what moonlite differentiates: `ir.types.is_float_record`)."""
+    """A structured dtype of fields holding scalars, arrays of scalars or such records, real
+    floats in one of them at least (what moonlite differentiates: `ir.types.is_float_record`)."""
     if dtype.names is None:
         return False
     fields = [dtype.fields[name][0].base for name in dtype.names]
-    return all(f.kind in "fiub" for f in fields) and any(f.kind == "f" for f in fields)
+    # a field holding a record (a nested dtype) counts as its own fields do
+    return all(has_float_fields(f) if f.names is not None else f.kind in "fiub"
+               for f in fields) and any(f.kind == "f" or f.names is not None for f in fields)
 
 
 def value_key(f, value):

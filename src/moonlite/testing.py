@@ -74,8 +74,8 @@ def _random_tangent(a, rng):
         return tuple(_random_tangent(e, rng) for e in a)
     if kind in ("record", "records"):  # random float fields, zero others
         t = zero_tangent_like(a)
-        for name in _float_fields(a):
-            t[name] = rng.standard_normal(np.shape(t[name]))  # an array field: its shape too
+        for *outer, name in _float_fields(a):  # an array field: its shape too
+            _at(t, tuple(outer))[name] = rng.standard_normal(np.shape(_at(t, (*outer, name))))
         return t
     floats = _instance_floats(a) if kind == "instance" else []
     if floats:  # an instance of its class
@@ -108,15 +108,32 @@ def _fields(instance) -> dict:
     return dict(zip(fields_of(t), python_fields(instance, t)))
 
 
-def _float_fields(a) -> list:
-    return [n for n in a.dtype.names if a.dtype.fields[n][0].base.kind == "f"]
+def _float_fields(a, dtype=None, prefix: tuple = ()) -> list:
+    """The paths (tuples of field names) to the float fields of a record or structured array,
+    through fields holding records."""
+    dtype = a.dtype if dtype is None else dtype
+    paths = []
+    for name in dtype.names:
+        base = dtype.fields[name][0].base
+        if base.names is not None:
+            paths += _float_fields(a, base, prefix + (name,))
+        elif base.kind == "f":
+            paths.append(prefix + (name,))
+    return paths
+
+
+def _at(value, path: tuple):
+    """The field of a record or structured array at `path` (a view)."""
+    for name in path:
+        value = value[name]
+    return value
 
 
 def _record_floats(value, like) -> np.ndarray:
     """The float fields of a record or structured array `value` (a record's gradient is a
     structured array of one entry) as one float vector, field by field."""
-    return np.concatenate([np.ravel(np.asarray(value[n], dtype=float))
-                           for n in _float_fields(like)])
+    return np.concatenate([np.ravel(np.asarray(_at(value, path), dtype=float))
+                           for path in _float_fields(like)])
 
 
 def inner(g, t) -> float:
@@ -148,8 +165,8 @@ def _shift(a, t, h):
     if kind in ("record", "records"):
         # a copy (a record's: a structured array of one entry; np.array(record) is a view)
         shifted = a.copy() if kind == "records" else np.array([a], dtype=a.dtype)
-        for name in _float_fields(a):
-            shifted[name] += h * np.asarray(t[name])
+        for *outer, name in _float_fields(a):
+            _at(shifted, tuple(outer))[name] += h * np.asarray(_at(t, (*outer, name)))
         return shifted if kind == "records" else shifted[0]
     if kind == "instance":  # a new instance (its arrays copied)
         floats = _instance_floats(a)

@@ -116,8 +116,11 @@ def _record_refusal(op: Op, carries_derivative: Callable) -> Optional[tuple]:
 def _record_op_follows_derivatives(op: Op) -> bool:
     if isinstance(op, (ops.Phi, ops.Return, ops.BuildTuple, ops.TupleGetItem)):
         return True  # tuples: forward mode follows them; reverse mode refuses them itself
-    if isinstance(op, (ops.StoreLocal, ops.LoadLocal)):
-        return True  # a local of a pullback (forward over reverse): its tangent is a local too
+    if isinstance(op, (ops.StoreLocal, ops.LoadLocal, ops.TapeNew, ops.TapePush, ops.TapePeek,
+                       ops.TapePop)):
+        # a local or tape of a pullback (forward over reverse; a view of a nested record's
+        # field kept for the pullback): its tangent is a local or tape too
+        return True
     if isinstance(op, ops.GetItem):
         items = op.index.type.elements if isinstance(op.index.type, TupleType) \
             else (op.index.type,)

@@ -19,7 +19,7 @@ from ..ir.core import Value
 from ..ir.types import OpaqueType, from_numba, none
 from ..rules.jitclasses import field_store, fields_of, is_numba_instance_type
 from ..rules.records import (array_field_of, field_setter, field_view_of, is_array_field,
-                             write_field_through_view)
+                             read_nested_record_through_view, write_field_through_view)
 
 nbt = nb.types
 
@@ -56,6 +56,10 @@ class RecordFields:
         """`r.a` or `r['a']`: a field read, or for a field holding an array the ordinary array
         viewing it (`array_field`)."""
         record_type = record.type.numba_type
+        if isinstance(record_type.typeof(name), nbt.Record):  # a record nested in a record
+            nested = read_nested_record_through_view(self.b, record, name, self.type_of(target))
+            if nested is not None:
+                return nested
         if not is_array_field(record_type, name):
             return self.b.getattr(record, name, self.type_of(target))
         read, array_type = array_field_of(record_type, name)

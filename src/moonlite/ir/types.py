@@ -269,9 +269,14 @@ def is_float_record(t: Type) -> bool:
     fields of a tangent are unused)."""
     if not (isinstance(t, OpaqueType) and isinstance(t.numba_type, nbt.Record)):
         return False
-    fields = [_scalar_of_field(field.type) for field in t.numba_type.fields.values()]
-    scalar = all(isinstance(f, (nbt.Float, nbt.Integer, nbt.Boolean)) for f in fields)
-    return scalar and any(isinstance(f, nbt.Float) for f in fields)
+    return _float_record(t.numba_type)
+
+
+def _float_record(record) -> bool:
+    fields = [_scalar_of_field(field.type) for field in record.fields.values()]
+    scalar = all(isinstance(f, (nbt.Float, nbt.Integer, nbt.Boolean))
+                 or isinstance(f, nbt.Record) and _float_record(f) for f in fields)
+    return scalar and any(isinstance(f, nbt.Float) or isinstance(f, nbt.Record) for f in fields)
 
 
 def _scalar_of_field(t):

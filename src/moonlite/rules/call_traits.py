@@ -32,6 +32,10 @@ def traits_of_call(op) -> Trait:
     registered = lookup_field(primitive(op), "traits") or Trait.NONE
     if isinstance(op, ops.MethodCall):
         return _method_traits(op) | registered
+    if registered & Trait.VIEW and nb.is_njit_dispatcher(op.callee):
+        # an njit function registered as making a view (a record's field view): it writes
+        # nothing itself, and writes through the view are the view's users'
+        return registered
     return _call_traits(op) | registered
 
 

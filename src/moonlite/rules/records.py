@@ -217,6 +217,22 @@ def record_source(record):
     return None
 
 
+def read_nested_record_through_view(b, record, name: str, type):
+    """`field_view(name)(p)[i]` for field `name` of a record read as `p[i]` when that field is
+    itself a record: the entry of the structured array viewing field `name` of every entry, a
+    record read from an array like any other (so reverse mode follows its fields), or None
+    when the record is not read from an array here."""
+    source = record_source(record)
+    if source is None:
+        return None
+    array = source.value
+    record_type = record.type.numba_type
+    view_type = from_numba(nb.types.Array(record_type.typeof(name), array.type.ndim, "A",
+                                          readonly=array.type.readonly))
+    view = b.call(field_view_of(record_type, name), [array], type=view_type)
+    return b.getitem(view, source.index, type)
+
+
 def write_field_through_view(b, record, name: str, value) -> bool:
     """Emit `field_view(name)(p)[i] = value` for a record read as `p[i]` (True), else emit
     nothing (False)."""
