@@ -10,7 +10,7 @@ import pytest
 import moonlite
 from moonlite.ad.activity import varied_values
 from moonlite.api import copy_arguments
-from moonlite.ad.readonly import never_written
+from moonlite.ir.readonly import never_written
 from moonlite.errors import UnsupportedError
 from moonlite.ir import ops
 from moonlite.rules import lookup_jvp

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ..ir.core import Function
 from ..ir.types import ArrayType, BoolType, IntType, TupleType, is_record_array
-from .readonly import never_written
+from ..ir.readonly import never_written
 from ..rules.registry import has_adjoint, is_float_array
 
 

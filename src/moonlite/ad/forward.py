@@ -7,7 +7,7 @@
 where each `tangents_j` holds one tangent per active argument: by default every differentiable
 argument (float scalars, float arrays, tuples holding them; ints and bools get none), or the
 argument indices in `active`. Inactive arguments have zero tangents (a real zero array only if
-the function may write into the argument: `readonly.py`). `width > 1` is batched mode: `width`
+the function may write into the argument: `ir/readonly.py`). `width > 1` is batched mode: `width`
 tangent directions travel through one evaluation of the primal.
 
 Invariants of the rewrite:
@@ -49,7 +49,7 @@ from .context import NO_CALLEES, PassContext
 from .dual_alloc import emit_stacked, stackable
 from .opinfo import (describe as _describe, keyword_values as _keyword_values,
                      positional as _positional, primitive as _primitive)
-from .readonly import never_written
+from ..ir.readonly import never_written
 from .refusals import arrays_held_by_opaque_values, refusal
 from .tangents import (ZERO, coerce_tangent, in_dtype_of, is_differentiable, materialize,
                        mentions_complex, tangent_type)

@@ -16,7 +16,7 @@ and arguments that share memory with an array the kernel writes are refused.
   second; a derivative keeps a separate tangent or shadow per argument and would be wrong. Such
   calls are refused with an error naming the arguments (arrays that are only read may alias).
 
-`written_arguments(fn)` finds the arguments a captured function may write (`readonly.py`).
+`written_arguments(fn)` finds the arguments a captured function may write (`ir/readonly.py`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from ..errors import ArgumentError
 from ..ir.core import Function
 from ..ir.types import ArrayType
 from ..rules.overlap import may_share_memory
-from .readonly import never_written
+from ..ir.readonly import never_written
 
 
 def written_arguments(fn: Function) -> frozenset:

@@ -52,7 +52,7 @@ from ..ir.clone import clone_op
 from ..ir.core import Argument, Block, Function, Op, Value
 from ..ir.types import BoolType, FloatType, IntType
 from .opinfo import is_math_call
-from .readonly import never_written
+from ..ir.readonly import never_written
 
 _SCALARS = (FloatType, IntType, BoolType)
 

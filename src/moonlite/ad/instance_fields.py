@@ -38,7 +38,7 @@ from ..ir.types import from_numba, none
 from ..rules.jitclasses import (class_name, field_index, field_load, field_store_back,
                                fields_of, is_jitclass, maker, stored_field)
 from .instances import as_field
-from .readonly import value_users
+from ..ir.readonly import value_users
 
 _HINT = ("read and write fields of an instance the kernel builds or is given, and call its "
          "methods; do not pass it to functions with custom rules, keep it in a tuple, choose it "

@@ -38,7 +38,7 @@ from ..rules.registry import is_float_array
 from ..rules.jitclasses import class_name, maker
 from ..rules.records import record_holder, zero_record_like
 from .opinfo import describe, hashable
-from .readonly import value_users, views_of
+from ..ir.readonly import value_users, views_of
 from .tangents import hides_derivatives, is_differentiable
 
 

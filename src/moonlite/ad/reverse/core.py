@@ -17,7 +17,7 @@ from ...ir.core import Function, Op
 from ...ir.types import ArrayType, TupleType, int64, is_float_record, none
 from ..refusals import arrays_held_by_opaque_values
 from ..activity import varied_values
-from ..readonly import never_written
+from ...ir.readonly import never_written
 from ..context import NO_CALLEES, PassContext
 from .custom import CustomRuleAdjoints
 from .branches import find_choices

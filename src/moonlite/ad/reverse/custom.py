@@ -153,7 +153,7 @@ class CustomRuleAdjoints:
 
     def _refuse_writes_by_nondifferentiable(self, op: ops.Call, custom) -> None:
         from ... import _numba as nb
-        from ..readonly import never_written
+        from ...ir.readonly import never_written
         arrays = [a for a in op.positional if isinstance(a.type, ArrayType)
                   and _has_adjoint(a.type) and not a.type.readonly]
         if not arrays or not nb.is_njit_dispatcher(op.callee):

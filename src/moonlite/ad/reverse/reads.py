@@ -31,7 +31,7 @@ from ...rules.custom import lookup_custom
 from ...rules.records import record_source
 from ..opinfo import (is_math_call, keyword_values as _keyword_values,
                      positional as _positional, primitive as _primitive)
-from ..readonly import never_written, value_users
+from ...ir.readonly import never_written, value_users
 from .types import unit_tangent
 
 _CHEAP_INT_OPS = (ops.Add, ops.Sub, ops.Mul, ops.Neg, ops.Lt, ops.Le, ops.Gt, ops.Ge, ops.Eq,

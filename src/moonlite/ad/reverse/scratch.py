@@ -18,7 +18,7 @@ from ...ir import ops
 from ...ir.core import Function
 from ...ir.traits import ALLOCATES
 from ...ir.types import ArrayType
-from ..readonly import value_users
+from ...ir.readonly import value_users
 from .sweep import _advanced_index
 
 

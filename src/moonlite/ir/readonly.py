@@ -11,10 +11,10 @@ know) or escapes into a tuple or a return.
 
 from __future__ import annotations
 
-from ..ir import ops
-from ..ir.core import Function
-from ..ir.traits import Trait
-from ..ir.types import ArrayType, is_record
+from . import ops
+from .core import Function
+from .traits import Trait
+from .types import ArrayType, is_record
 
 # Ops that let an array escape to where this analysis cannot follow it: a tuple, the caller.
 _ESCAPES = (ops.BuildTuple, ops.Return, ops.Raise)

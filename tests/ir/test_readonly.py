@@ -4,7 +4,7 @@ import numba
 import numpy as np
 
 import moonlite
-from moonlite.ad.readonly import never_written
+from moonlite.ir.readonly import never_written
 
 
 @numba.njit
