@@ -9,6 +9,7 @@ from .. import _numba as nb
 from ..errors import CaptureError, SourceLoc, UnsupportedError
 from ..ir.core import Function
 from ..timing import phase
+from . import array_lists
 from .frozen_globals import check_frozen_globals
 from .importer import Importer
 from .pipeline import TypedIR, run_capture_pipeline
@@ -113,3 +114,6 @@ def _py_loc(fn) -> SourceLoc:
 def _first_line(exc) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+array_lists.capture_callee = capture_types  # what the check of lists of arrays asks callees

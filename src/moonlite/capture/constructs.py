@@ -234,6 +234,8 @@ class ConstructReads:
         numba compiles the helper for that array, which reads (`len`, `ys[i]`, `for`, `sum`) and
         writes entries (`ys[i] = v`, seen by the caller, as a list's are) alike. A helper
         calling a list method on it is refused here."""
+        if lst.holds_arrays:
+            self.refuse_array_list(f"passed to {helper.__name__}()")
         method = _list_method_called(helper.py_func, param)
         if method is not None:
             self.unsupported(f"a list built by append passed to {helper.__name__}(), which "

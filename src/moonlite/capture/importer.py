@@ -82,6 +82,7 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
         self._check_list_phis()
         self._remove_trivial_list_phis()
         fn = remove_dead_code(self.b.function)
+        self.check_array_lists(fn)
         self._refuse_ill_typed_ops(fn)
         return fn
 

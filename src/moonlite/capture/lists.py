@@ -25,10 +25,10 @@ numba's own quicksort gives them, by their values or by `key=` (`list_orders.py`
 need a real list are refused with a message naming them: passing the list to a helper that
 calls a list method on it or returns a list, or to any other function, returning it, methods
 on a list of tuples that compare tuples (`remove`, `index`, `count`, `sort()` without a key),
-lists of arrays (an array appended is a reference the kernel may write after), a list of tuples
-passed to a helper, a variable rebound to another list, a loop over a list (or over enumerate or
+a list of tuples passed to a helper, a variable rebound to another list, a loop over a list (or over enumerate or
 zip of it) that changes its length. `min` and `max` of a list of tuples pick an entry by Python's
-tuple order (`list_orders.lexicographic_picker`)."""
+tuple order (`list_orders.lexicographic_picker`). A list of arrays keeps its entries as the
+rows of a buffer of one more dimension (`array_lists.py`)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ from .. import _numba as nb
 from ..ir.core import Value
 from ..ir.types import (ArrayType, BoolType, IntType, SliceType, TupleType, from_numba, int64,
                         none)
+from .array_lists import ArrayLists, appendable_array
 from .iterators import IndexSource, check_unpack_length, range_length
 from .list_plans import ListAnalysis
 from .list_orders import (ascending_order, descending_order, keyed_order,
@@ -172,7 +173,13 @@ class GrowingList:
         return self.element.elements if self.holds_tuples else (self.element,)
 
     @property
+    def holds_arrays(self) -> bool:
+        return isinstance(self.element, ArrayType)
+
+    @property
     def buffer_types(self) -> tuple:
+        if self.holds_arrays:  # the entries are the rows (array_lists.py)
+            return (ArrayType(self.element.dtype, self.element.ndim + 1, "C"),)
         return tuple(ArrayType(c, 1, "C") for c in self.columns)
 
 
@@ -194,10 +201,11 @@ class ListMethod:
     name: str
 
 
-class GrowingLists:
+class GrowingLists(ArrayLists):
     """Mixin of `Importer`: the state of each growing list, block by block."""
 
     def _init_growing_lists(self) -> None:
+        self._init_array_lists()
         self.list_analysis = ListAnalysis(self.fir.blocks, self.typemap)
         self.appended = self.list_analysis.growing
         self.started_loops: dict = {}  # alias-class root of an iterator -> its CountedLoop
@@ -297,11 +305,17 @@ class GrowingLists:
 
     def _build_growing_list(self, expr, target) -> GrowingList:
         element = self.typemap[target.name].dtype
+        if appendable_array(element):
+            lst = self._new_list(element)
+            self.list_state[lst] = ((self.empty_rows(lst),), self.b.const(0, int64))
+            for var in expr.items:
+                self.append_row(lst, self.value(var))
+            return lst
         if not _appendable(element):
             self.unsupported(f"appending to a list of {element}",
-                             "append numbers or tuples of numbers only (an array appended is a "
-                             "reference the kernel may write after), or fill a preallocated "
-                             "numpy array")
+                             "append numbers, tuples of numbers or C-contiguous arrays of "
+                             "numbers (a slice that is not contiguous: append its copy), or "
+                             "fill a preallocated numpy array")
         lst = self._new_list(element, self.list_analysis.plans.get(target.name))
         room = self.b.const(max(len(expr.items), 4), int64)
         buffers = tuple(self.b.call(np.empty, [room, self.dtype_ref(c.to_numba())], None, t)
@@ -385,6 +399,8 @@ class GrowingLists:
 
     def _list_method_call(self, method: ListMethod, expr, target):
         lst, args = method.target, expr.args
+        if lst.holds_arrays and (method.name != "append" or len(args) != 1 or expr.kws):
+            self.refuse_array_list(f"and then changed by {method.name}()")
         if method.name == "sort" and not args and not expr.vararg:
             options = self._sort_options(expr.kws)
             if options is not None:
@@ -478,6 +494,8 @@ class GrowingLists:
         """A new list holding `lst`'s entries (`ys.copy()`, `list(ys)`), or those the slice
         `part` selects (`ys[a:b:c]`, sliced as NumPy slices, which is as Python slices a list):
         copies of the buffers' heads."""
+        if lst.holds_arrays:
+            self.refuse_array_list("copied (a slice, copy(), list(), sorted(), +)")
         buffers, length = self._state(lst)
         copies = []
         for buffer in buffers:
@@ -495,6 +513,8 @@ class GrowingLists:
         too) holding entries of ys's type, or a 1-D array of them for a list of numbers: the
         buffers' room reserved, zs's entries written after ys's. A list literal or a tuple of
         entries is appended entry by entry."""
+        if lst.holds_arrays:
+            self.refuse_array_list(f"extended ({what})")
         if isinstance(source, ListLiteral) or isinstance(source, Value) \
                 and isinstance(source.type, TupleType) and not lst.holds_tuples:
             items = source.items if isinstance(source, ListLiteral) else [
@@ -644,6 +664,8 @@ class GrowingLists:
         return self.b.getitem(buffer, self._slice(start, stop), buffer.type)
 
     def _append(self, lst: GrowingList, value: Value):
+        if lst.holds_arrays:
+            return self.append_row(lst, value) or self.b.const(None, none)
         buffers, length = self._state(lst)
         columns = self._entry_columns(lst, value)
         if lst.reserved and self._label in lst.plan.body:
@@ -705,6 +727,8 @@ class GrowingLists:
         return self._entry_at(self.b, lst, buffers, self._entry_position(lst, index))
 
     def list_setitem(self, lst: GrowingList, index: Value, value: Value) -> None:
+        if lst.holds_arrays:
+            self.refuse_array_list("with an entry replaced (ys[i] = v)")
         buffers, _ = self._state(lst)
         position = self._entry_position(lst, index)
         for buffer, entry in zip(buffers, self._entry_columns(lst, value)):
@@ -727,6 +751,8 @@ class GrowingLists:
         result_type = self.type_of(target)
         if kind == "len":
             return self._state(lst)[1]
+        if lst.holds_arrays:
+            self.refuse_array_list(f"given to {getattr(fn, '__name__', fn)}()")
         if lst.holds_tuples:
             return self._read_tuple_list(lst, kind, fn, result_type)
         entries = self.list_entries(lst, "read")

@@ -25,13 +25,13 @@ def never_written(fn: Function, arg) -> bool:
     if not isinstance(arg.type, ArrayType):
         return True
     users = value_users(fn)
-    return not any(_use(op, position) == "write"
+    return not any(use_kind(op, position) == "write"
                    for value in views_of(users, [arg]) for op, position in users.get(value, ()))
 
 
 def views_of(users: dict, roots):
     """`roots` and every value they flow into through views (slices, phis, selects,
-    reshapes: uses `_use` calls "view"), each once; `users` is `value_users` of the function."""
+    reshapes: uses `use_kind` calls "view"), each once; `users` is `value_users` of the function."""
     seen, work = set(), list(roots)
     while work:
         value = work.pop()
@@ -40,7 +40,7 @@ def views_of(users: dict, roots):
         seen.add(value)
         yield value
         for op, position in users.get(value, ()):
-            if _use(op, position) == "view" and op.result is not None:
+            if use_kind(op, position) == "view" and op.result is not None:
                 work.append(op.result)
 
 
@@ -53,7 +53,7 @@ def value_users(fn: Function) -> dict:
     return users
 
 
-def _use(op, position: int) -> str:
+def use_kind(op, position: int) -> str:
     """'read' (harmless), 'view' (follow the result), or 'write' (may write or escape), from
     the op's traits (`ir/traits.py`: calls answer per callee, unknown ones `WRITES`)."""
     if isinstance(op, (ops.SetItem, ops.InplaceBinary)):

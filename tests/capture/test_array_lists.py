@@ -1,0 +1,157 @@
+"""Lists of arrays built by append (capture/array_lists.py): kept as an array of rows, checked
+in every mode against finite differences to second order by `moonlite.testing.check_rule`;
+writes that would tell the rows (copies) from the arrays appended (references) are refused."""
+
+import numba
+import numpy as np
+import pytest
+
+import moonlite
+from moonlite.errors import UnsupportedError
+from moonlite.testing import check_rule
+from tests.helpers import assert_refused_in_both_modes
+
+X = np.array([0.3, -0.5, 0.8])
+
+
+@numba.njit
+def trajectory_energy(x0, k, steps):
+    """A trajectory recorded by appending a copy of the state at each step, then walked."""
+    x = x0.copy()
+    states = []
+    for _ in range(steps):
+        x = x + 0.1 * np.sin(k * x)
+        states.append(x.copy())
+    total = 0.0
+    for s in states:
+        total += np.sum(s * s)
+    return total + np.sum(states[-1]) * len(states)
+
+
+@numba.njit
+def _dot(a, b):  # reads its arguments only
+    return np.sum(a * b)
+
+
+@numba.njit
+def scaled_rows(a, w):
+    """Fresh rows appended in a loop, read back by index from both ends, given to a helper."""
+    parts = []
+    for i in range(a.shape[0]):
+        parts.append(a[i] * w)
+    s = 0.0
+    for i in range(len(parts)):
+        s += _dot(parts[i], parts[len(parts) - 1 - i])
+    return s
+
+
+@numba.njit
+def written_before_appending(x, n):
+    """A fresh array written, then appended, in each iteration: no write follows an append."""
+    pieces = []
+    for i in range(n):
+        y = x * (i + 1.0)
+        y[0] = 2.0 * y[1]
+        pieces.append(y)
+    s = 0.0
+    for k, e in enumerate(pieces):
+        s += e[0] * e[-1] * (k + 1)
+    return s
+
+
+@numba.njit
+def matrices(x, n):
+    """2-D entries, a list literal appended to, a while loop, unpacking."""
+    first = np.outer(x, x)
+    mats = [first, first * 0.5]
+    t = 0
+    while t < n:
+        mats.append(mats[-1] @ mats[0] * 0.1)
+        t += 1
+    a, b = mats[0], mats[1]
+    return np.sum(mats[-1]) + np.sum(a * b)
+
+
+@numba.njit
+def windows(x):
+    """Views of an argument the kernel never writes, appended (the list holds the views)."""
+    pairs = []
+    for i in range(x.shape[0] - 1):
+        pairs.append(x[i:i + 2])
+    s = 0.0
+    for p in pairs:
+        s += p[0] * p[1] ** 2
+    return s
+
+
+@pytest.mark.parametrize("kernel, args", [
+    (windows, (np.array([0.3, -0.5, 0.8, 1.1, -0.2]),)),
+    (trajectory_energy, (X, 1.3, 5)),
+    (scaled_rows, (np.arange(12.0).reshape(4, 3) / 7.0, X)),
+    (written_before_appending, (X, 4)),
+    (matrices, (X, 3)),
+], ids=["windows", "trajectory", "rows", "written_first", "matrices"])
+def test_lists_of_arrays_in_every_mode(kernel, args):
+    check_rule(kernel, *args, second_order=True)
+
+
+@numba.njit
+def written_after_appending(x):
+    seen = []
+    for _ in range(2):
+        seen.append(x)
+        x[0] += 1.0  # every entry is x: the list would see this
+    return seen[0][0]
+
+
+@numba.njit
+def entry_written(x):
+    seen = []
+    seen.append(x * 2.0)
+    e = seen[0]
+    e[1] = 5.0  # the array appended would see this
+    return np.sum(seen[0])
+
+
+@numba.njit
+def _scale_in_place(a):
+    a *= 2.0
+
+
+@numba.njit
+def entry_given_to_a_writer(x):
+    seen = []
+    seen.append(x * 2.0)
+    _scale_in_place(seen[0])
+    return np.sum(seen[0])
+
+
+@numba.njit
+def popped(x):
+    seen = []
+    seen.append(x * 2.0)
+    return np.sum(seen.pop())
+
+
+@pytest.mark.parametrize("kernel, construct", [
+    (written_after_appending, "writing into an array after appending it to a list"),
+    (entry_written, "writing into an entry of a list of arrays"),
+    (entry_given_to_a_writer, "writing into an entry of a list of arrays"),
+    (popped, r"a list of arrays built by append and then changed by pop\(\)"),
+], ids=["written_after", "entry_written", "entry_to_writer", "pop"])
+def test_writes_a_copy_would_hide_are_refused(kernel, construct):
+    assert_refused_in_both_modes(kernel, construct)
+
+
+@numba.njit
+def ragged(x):
+    pieces = []
+    pieces.append(x)
+    pieces.append(x[1:].copy())
+    return np.sum(pieces[0])
+
+
+def test_arrays_of_different_shapes_raise_a_clear_error():
+    assert ragged(X) == pytest.approx(np.sum(X))  # numba's list holds them
+    with pytest.raises(ValueError, match="the arrays appended to a list differ in shape"):
+        moonlite.grad(ragged)(X)
