@@ -78,13 +78,13 @@ def test_every_structural_adjoint_has_a_forward_rule():
 # A sample of refused functions: given a value being differentiated, every mode raises an
 # error naming the function.
 REFUSED_SAMPLE = [
-    ("flip", lambda x: np.sum(np.flip(x) * x)),
+    ("rot90", lambda x: np.sum(np.rot90(np.outer(x, x)) * x)),
     ("ediff1d", lambda x: np.sum(np.ediff1d(x) ** 2)),
-    ("cumprod", lambda x: np.sum(np.cumprod(x))),
+    ("nancumprod", lambda x: np.sum(np.nancumprod(x))),
     ("linspace", lambda x: np.sum(np.linspace(0.0, x[0], 4))),
-    ("nanmean", lambda x: np.nanmean(x)),
-    ("roll", lambda x: np.sum(np.roll(x, 1) * x)),
-    ("ptp", lambda x: np.ptp(x)),
+    ("nanmedian", lambda x: np.nanmedian(x)),
+    ("nancumsum", lambda x: np.sum(np.nancumsum(x) * x)),
+    ("nanvar", lambda x: np.nanvar(x)),
     ("frexp", lambda x: math.frexp(x[0])[0]),
 ]
 

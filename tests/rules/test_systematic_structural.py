@@ -91,7 +91,7 @@ REFUSED = {
     "norm_of_a_matrix_with_order": ("np.linalg.norm(np.outer(a, a), 1)", "norm"),
     "list_literal_passed_on": ("np.sum(np.array(sorted([a[0], a[1]])))", "list literal"),
     "sort_of_a_matrix": ("np.sort(np.outer(a, a))", "np.sort"),  # (a vector's is differentiated)
-    "cumprod": ("np.cumprod(a)", "cumprod"),
+    "nancumsum": ("np.nancumsum(a)", "nancumsum"),
 }
 
 

@@ -11,8 +11,9 @@ harmless.
   Divisions are not pure (numba raises ZeroDivisionError from the primal's own divisions).
 - `WRITES`: may write memory (array entries, locals, tapes) or hand an array to code that may.
 - `VIEW`: the (array) result may alias an array operand: a write through it writes the operand.
-- `AXES_VIEW`: the result is always a view of the first operand with its axes permuted
-  (`a.T`, `np.transpose`): the result's adjoint is the same view of the operand's.
+- `AXES_VIEW`: the result is always a view of the first operand with its axes permuted or
+  reversed (`a.T`, `np.transpose`, `np.flip`): the result's adjoint is the same view of the
+  operand's.
 - `ALLOCATES`: the result is a fresh object: an array whose values depend on no float operand
   (`np.zeros`), a tape. Two of them are never one (common-subexpression elimination).
 - `ELEMENTWISE`: entry k of the result depends only on entry k of each operand (after

@@ -1,7 +1,9 @@
 """Test cases of the built-in numpy rules: a kernel per primitive and draws of arguments inside
 its domain. Each rule file lists its cases beside its rules (`NUMPY_RULE_CASES` in
 `numpy_rules.py`, `CASES` in `numpy_reductions.py`, `numpy_shapes.py`, `numpy_products.py`,
-`linalg.py`, `reductions.py`); `moonlite.rules.numpy_rule_cases()` gathers them for the tests, which check each
+`numpy_interp.py`, `numpy_percentiles.py`, `numpy_flips.py`, `numpy_nan_reductions.py`,
+`LINALG_RULE_CASES` in `linalg.py`, `REDUCTION_RULE_CASES` in `reductions.py`);
+`moonlite.rules.numpy_rule_cases()` gathers them for the tests, which check each
 against central finite differences in every mode (`tests/ad/test_forward_numpy.py`,
 `tests/ad/test_reverse_rules.py`).
 """

@@ -65,11 +65,13 @@ register(Method("transpose"), jvp=linear_method("transpose"), adjoint=no_adjoint
 register(Attribute("T"), jvp=linear_attribute("T"))
 
 # may return a view of their argument: a write to the result may write the argument (what
-# `ad/readonly.py` asks)
+# `ir/readonly.py` asks)
 for _name in ("reshape", "ravel", "asarray", "ascontiguousarray", "squeeze", "expand_dims",
-              "atleast_1d", "atleast_2d", "atleast_3d", "diagonal", "real", "imag", "flip",
-              "fliplr", "flipud", "rot90", "broadcast_to"):
+              "atleast_1d", "atleast_2d", "atleast_3d", "diagonal", "real", "imag", "rot90",
+              "broadcast_to"):
     register(getattr(np, _name), traits=VIEW)
+# (np.flip, np.fliplr and np.flipud, views too, are registered with their rules in
+# numpy_flips.py)
 
 
 # --- joins: np.concatenate, np.stack, np.vstack, np.hstack ---------------------------------------
