@@ -2,8 +2,8 @@
 floats from what is in scope (a comprehension over an array or a range, filtered by the index,
 appends in a for loop and under a branch, appends in a while loop that reads the list back) and
 reduces it to a float (`sum`, `np.array(...)`, `max`, `len`, an index, a for loop over it); some
-go on to append tuples made from its entries to a list of pairs, read back, and some to sort or
-reverse the list in place and read it again.
+go on to append tuples made from its entries to a list of pairs, read back, some to sort or
+reverse the list in place and read it again, and some to append arrays to a list of arrays.
 
 The block draws from its own random stream (`rng`) and reads names only, never drawing from the
 kernel's stream: a seed's kernel without the "lists" group is the same text as before the group
@@ -18,13 +18,14 @@ LIST_FEATURES = frozenset({
     "list_comprehension", "list_comprehension_range", "list_filtered", "list_append_loop",
     "list_append_branch", "list_while", "list_sum", "list_np_array", "list_max", "list_len",
     "list_index", "list_iterated", "list_of_pairs", "list_of_pairs_asarray", "list_sorted",
-    "list_edited", "list_of_pairs_picked", "list_copied",
+    "list_edited", "list_of_pairs_picked", "list_copied", "list_of_arrays",
 })
 PAIRS_CHANCE = 0.4  # a block of the lists group that goes on to build a list of tuples
 SORT_CHANCE = 0.3  # ... that goes on to sort or reverse the list in place and read it again
 EDIT_CHANCE = 0.3  # ... that goes on to insert into the list, pop(i) or remove from it
 PICK_CHANCE = 0.3  # a list of pairs also picked from by min() or max()
 COPY_CHANCE = 0.3  # a block that goes on to build a new list from the list, grow and read it
+ARRAYS_CHANCE = 0.3  # ... that goes on to append arrays to a list of arrays and walk it
 
 _MAPS = ("np.sin({v}) * {f}", "{v} * {v} + {f}", "np.tanh({v} + {f})", "{v} * {f} - 0.5")
 
@@ -46,7 +47,31 @@ def list_block(rng, scope, fresh, emit, features: set, indent: int = 1) -> str:
         _edited(rng, name, out, emit, features, indent)
     if rng.random() < COPY_CHANCE and form != "array":  # drawn after the edits, likewise
         _copied(rng, name, out, emit, features, indent)
+    if rng.random() < ARRAYS_CHANCE and scope.arrays:  # drawn after the copies, likewise
+        _arrays(rng, scope, f, name, out, emit, features, indent)
     return out
+
+
+def _arrays(rng, scope, f, name, out, emit, features, indent) -> None:
+    """A list of arrays appended in a loop (new arrays made from an array in scope, or its
+    copy), walked by for or enumerate, or read at both ends. Its names are the list's with a
+    suffix, as in `_copied`."""
+    features.add("list_of_arrays")
+    a = rng.choice(scope.arrays)
+    rows, row = f"{name}_rows", f"{name}_row"
+    entry = rng.choice([f"{a} * (j + 1.0)", f"np.sin({a}) * {f} + j", f"{a}.copy()"])
+    emit(indent, f"{rows} = []")
+    emit(indent, f"for j in range({rng.randint(2, 4)}):")
+    emit(indent + 1, f"{rows}.append({entry})")
+    walk = rng.choice(["for", "enumerate", "ends"])
+    if walk == "for":
+        emit(indent, f"for {row} in {rows}:")
+        emit(indent + 1, f"{out} += 0.1 * np.sum({row} * {row})")
+    elif walk == "enumerate":
+        emit(indent, f"for j, {row} in enumerate({rows}):")
+        emit(indent + 1, f"{out} += (j + 1) * {row}[0] * {f}")
+    else:
+        emit(indent, f"{out} += 0.1 * np.dot({rows}[0], {rows}[-1]) + len({rows})")
 
 
 def _copied(rng, name, out, emit, features, indent) -> None:
