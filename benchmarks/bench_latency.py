@@ -1,10 +1,11 @@
 """Latency: where the first call of a derivative goes, and what a call from Python costs.
 
-Run: python benchmarks/bench_latency.py [--quick] [--hessian]
+Run: python benchmarks/bench_latency.py [--quick] [--hessian] [--hvp]
 
 First calls: each kernel in a fresh Python process (nothing compiled yet but the primal, which
 the process calls once first, as a user would), timed with `moonlite.compile_timings()`: the
-wall time of the first `grad` call (and of the first `hessian` call with `--hessian`) with an
+wall time of the first `grad` call (and of the first `hessian` or `hvp` call with `--hessian`,
+`--hvp`; hvp along ones in the first argument) with an
 empty disk cache, split into moonlite's phases (capture, AD passes, verify, emit numba IR) and numba's (typing of the
 emitted IR, lowering to LLVM IR, LLVM optimisation and code generation, other passes).
 "a later call" is the second call's time (a first call runs the derivative too: seconds for a
@@ -57,12 +58,24 @@ def _one(name: str, api: str, quick: bool) -> dict:
     import moonlite
     f, args = _cases(quick)[name]
     f(*args)  # the primal compiled, as a user's process would have it
-    fn = moonlite.grad(f) if api == "grad" else moonlite.hessian(f)
+    fn = {"grad": moonlite.grad, "hessian": moonlite.hessian, "hvp": _hvp_along_ones}[api](f)
     with moonlite.compile_timings() as t:
         fn(*args)
     start = time.perf_counter()
     fn(*args)  # a later call: what the first one spent running rather than compiling
     return {"wall": t.wall, "run": time.perf_counter() - start, **t.seconds}
+
+
+def _hvp_along_ones(f):
+    """`hvp` of `f` along ones in its first argument (zero in the others)."""
+    import moonlite
+    from moonlite.testing import zero_tangent_like
+
+    def call(*args):
+        tangents = (np.ones_like(args[0]),) + tuple(zero_tangent_like(a) for a in args[1:])
+        return moonlite.hvp(f, args, tangents)
+
+    return call
 
 
 def first_calls(quick: bool, apis: list) -> list:
@@ -185,12 +198,34 @@ def print_first_calls(rows: list, apis: list) -> None:
             print(f"\nfirst {api} call: median {np.median(w):.2f} s, largest {max(w):.2f} s; "
                   f"from a warm cache: median {np.median(warms[api]):.3f} s, largest "
                   f"{max(warms[api]):.3f} s")
+    print_compile_ratios(rows, [api for api in apis if api != "grad"])
+
+
+def print_compile_ratios(rows: list, apis: list) -> None:
+    """A second-order derivative's compile over its gradient's, per kernel (compile: the first
+    call less a later call, which is what the first spent running)."""
+    if not apis:
+        return
+    compile_ = {(name, api): data["wall"] - data["run"]
+                for name, api, data, _, _ in rows if data is not None}
+    print("\n| kernel | " + " | ".join(f"{api} / grad (compile)" for api in apis) + " |")
+    print("|---|" + "---|" * len(apis))
+    worst = {api: 0.0 for api in apis}
+    for name in dict.fromkeys(name for name, *_ in rows):
+        grad = compile_.get((name, "grad"))
+        ratios = [compile_.get((name, api), float("nan")) / grad if grad else float("nan")
+                  for api in apis]
+        for api, r in zip(apis, ratios):
+            worst[api] = max(worst[api], r) if r == r else worst[api]
+        print(f"| {name} | " + " | ".join(f"{r:.1f}" for r in ratios) + " |")
+    print("\n" + "; ".join(f"{api} / grad at most {worst[api]:.1f}" for api in apis))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--hessian", action="store_true")
+    parser.add_argument("--hvp", action="store_true")
     parser.add_argument("--one")
     parser.add_argument("--api", default="grad")
     parser.add_argument("--per-call", action="store_true", help="only the per-call table")
@@ -199,7 +234,7 @@ def main() -> None:
     if opts.one:
         print(json.dumps(_one(opts.one, opts.api, opts.quick)))
         return
-    apis = ["grad"] + (["hessian"] if opts.hessian else [])
+    apis = ["grad"] + (["hessian"] if opts.hessian else []) + (["hvp"] if opts.hvp else [])
     rows = [] if opts.per_call else first_calls(opts.quick, apis)
     if rows:
         print_first_calls(rows, apis)
