@@ -26,7 +26,7 @@ import numpy as np
 from .. import _numba as nb
 from ..ir import ops
 from ..ir.core import Argument, Value
-from ..ir.readonly import never_written, use_kind, value_users
+from ..ir.readonly import never_written, use_kind, value_users, views_of
 from ..ir.traits import Trait
 from ..ir.types import ArrayType, int64
 
@@ -154,23 +154,21 @@ def _array_uses(users: dict, roots):
     """(op, operand position) of the uses of the arrays `roots`, followed through views and
     through tuples taken apart again (`(k, row)` of `enumerate`); a tuple used otherwise is
     a use at position -1."""
-    seen, work = set(), list(roots)
-    while work:
-        value = work.pop()
-        if value in seen:
-            continue
-        seen.add(value)
-        for op, position in users.get(value, ()):
-            if isinstance(op, ops.BuildTuple):
-                for user, _ in users.get(op.result, ()):
-                    if not isinstance(user, ops.TupleGetItem):
-                        yield user, -1
-                    elif user.index == position:
-                        work.append(user.result)
-            elif use_kind(op, position) == "view" and op.result is not None:
-                work.append(op.result)
-            else:
-                yield op, position
+    seen, pending = set(), list(roots)
+    while pending:
+        reached = [v for v in views_of(users, pending) if v not in seen]
+        seen.update(reached)
+        pending = []
+        for value in reached:
+            for op, position in users.get(value, ()):
+                if isinstance(op, ops.BuildTuple):
+                    for user, _ in users.get(op.result, ()):
+                        if not isinstance(user, ops.TupleGetItem):
+                            yield user, -1
+                        elif user.index == position:
+                            pending.append(user.result)
+                elif use_kind(op, position) != "view" or op.result is None:
+                    yield op, position
 
 
 # `capture_types` of the package, which imports the importer, which imports this module: set

@@ -217,11 +217,8 @@ def record_source(record):
     return None
 
 
-def read_nested_record_through_view(b, record, name: str, type):
-    """`field_view(name)(p)[i]` for field `name` of a record read as `p[i]` when that field is
-    itself a record: the entry of the structured array viewing field `name` of every entry, a
-    record read from an array like any other (so reverse mode follows its fields), or None
-    when the record is not read from an array here."""
+def _view_of_entry_field(b, record, name: str):
+    """(`field_view(name)(p)`, the index i) for a record read as `p[i]`, or None."""
     source = record_source(record)
     if source is None:
         return None
@@ -229,23 +226,25 @@ def read_nested_record_through_view(b, record, name: str, type):
     record_type = record.type.numba_type
     view_type = from_numba(nb.types.Array(record_type.typeof(name), array.type.ndim, "A",
                                           readonly=array.type.readonly))
-    view = b.call(field_view_of(record_type, name), [array], type=view_type)
-    return b.getitem(view, source.index, type)
+    return b.call(field_view_of(record_type, name), [array], type=view_type), source.index
+
+
+def read_nested_record_through_view(b, record, name: str, type):
+    """`field_view(name)(p)[i]` for field `name` of a record read as `p[i]` when that field is
+    itself a record: the entry of the structured array viewing field `name` of every entry, a
+    record read from an array like any other (so reverse mode follows its fields), or None
+    when the record is not read from an array here."""
+    found = _view_of_entry_field(b, record, name)
+    return None if found is None else b.getitem(*found, type)
 
 
 def write_field_through_view(b, record, name: str, value) -> bool:
     """Emit `field_view(name)(p)[i] = value` for a record read as `p[i]` (True), else emit
     nothing (False)."""
-    source = record_source(record)
-    if source is None:
-        return False
-    array = source.value
-    record_type = record.type.numba_type
-    view_type = from_numba(nb.types.Array(record_type.typeof(name), array.type.ndim, "A",
-                                          readonly=array.type.readonly))
-    view = b.call(field_view_of(record_type, name), [array], type=view_type)
-    b.setitem(view, source.index, value)
-    return True
+    found = _view_of_entry_field(b, record, name)
+    if found is not None:
+        b.setitem(*found, value)
+    return found is not None
 
 
 _SET_FIELD: dict = {}  # field_setter functions -> the field they set
