@@ -1,4 +1,4 @@
-"""np.sort of a vector and np.median (rules/numpy_shapes.py, rules/numpy_reductions.py) in
+"""np.sort (of a vector, and of a matrix row by row) and np.median (rules/numpy_shapes.py, rules/numpy_reductions.py) in
 kernels written as users write them, checked by `moonlite.testing.check_rule` in every mode to
 second order against finite differences; nans as numba gives them."""
 
@@ -30,6 +30,14 @@ def quantile_loss(theta, data):
     return s[-1] + 2.0 * np.median(r * r) + s[0] * s[1]
 
 
+@numba.njit
+def ensemble_spread(members, weights):
+    """Per-time-step order statistics of an ensemble (rows: time steps, columns: members, as a
+    forecast ensemble is stored): np.sort of a matrix sorts each row."""
+    s = np.sort(members * weights)
+    return np.sum(s[:, -1] - s[:, 0]) + np.sum(s[:, 1] ** 2)
+
+
 X = np.array([0.31, -1.2, 2.05, 0.77, -0.42, 1.38, 0.06, -2.3, 0.95])
 
 
@@ -39,6 +47,21 @@ def test_sort_and_median_in_every_mode_to_second_order():
     check_rule(median_absolute_deviation, X[:8], second_order=True)  # an even count
     data = np.array([0.4, 1.1, 2.5, 2.6, 4.9, 4.8, 6.3])
     check_rule(quantile_loss, np.array([0.2, 0.9]), data, fixed=(1,), second_order=True)
+
+
+def test_sort_of_a_matrix_sorts_each_row_in_every_mode():
+    members = X.reshape(3, 3) + np.array([[0.0], [0.5], [-0.25]])
+    weights = np.array([1.0, 0.7, 1.3])
+    check_rule(ensemble_spread, members, weights, second_order=True)
+    g = moonlite.grad(ensemble_spread)(members, weights)
+    w = members * weights  # each row's largest gets +w, its smallest -w, its second 2 s w
+    expected = np.zeros_like(members)
+    for r in range(3):
+        order = np.argsort(w[r])
+        expected[r, order[-1]] += weights[order[-1]]
+        expected[r, order[0]] -= weights[order[0]]
+        expected[r, order[1]] += 2.0 * w[r, order[1]] * weights[order[1]]
+    np.testing.assert_allclose(g, expected)
 
 
 def test_the_median_gradient_goes_to_the_middle_entries():

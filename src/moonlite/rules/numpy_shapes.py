@@ -1,5 +1,5 @@
 """numpy functions that move entries without combining them: copies, reshapes, views (transposes),
-joins (np.concatenate, np.stack, ...), triangles and diagonals, fills, sorts of vectors, and
+joins (np.concatenate, np.stack, ...), triangles and diagonals, fills, sorts (each row), and
 allocations. Each is
 registered once with its forward rule (the same call on the tangent: they are linear), its
 adjoint, what the adjoint reads, the keywords it reads and its traits (`registry.py`). Their test
@@ -255,46 +255,56 @@ register(np.diff, jvp=linear_call(np.diff), adjoint=_diff_adjoint, reads=reads_n
          keywords=())
 
 
-# --- np.sort of a vector: its entries in sorted order -----------------------------------------
+# --- np.sort: each row's entries (along the last axis) in sorted order ------------------------
 
 def _sort_rule(b, primals, tangents, kwargs):
     positional_only(kwargs, primals, 1)
-    if primals[0].type.ndim != 1:
-        raise RuleNotApplicable("np.sort is differentiated for 1-D arrays (np.sort(x[i]) per "
-                                "row for a matrix)")
     return b.call(sorted_like, [primals[0], tangents[0]])
 
 
 def _sort_adjoint(rv, op) -> None:
-    """y = np.sort(x) of a vector, y[k] = x[order[k]]: x[order[k]] gets g[k]."""
+    """y = np.sort(x), y[..., k] = x[..., order[k]] row by row: x[..., order[k]] gets
+    g[..., k]."""
     x = positional(op)[0]
-    if len(positional(op)) > 1 or keyword_values(op) or x.type.ndim != 1:
-        raise rv.unsupported(op, f"{describe(op)} of a matrix, or with an axis or kind, in "
-                             "reverse mode", "sort 1-D arrays (np.sort(x[i]) per row)")
+    if len(positional(op)) > 1 or keyword_values(op):
+        raise rv.unsupported(op, f"{describe(op)} with an axis or kind, in reverse mode",
+                             "sort along the last axis (np.sort(x))")
     g = rv.shadow(op.result)
     if g is not None:
         rv.send(x, rv.b.call(unsorted, [rv.recall(x), g]))
 
 
 @nb.njit(cache=True)
+def _rows(a):
+    """`a` as a C-contiguous 2-D array of its last-axis rows (a view when it can be)."""
+    n = a.shape[-1] if a.ndim > 0 else 1
+    return np.ascontiguousarray(a).reshape((a.size // max(n, 1), n))
+
+
+@nb.njit(cache=True)
 def sorted_like(x, dx):
-    """dx's entries in the order np.sort puts x's (its argsort: the same nan-last quicksort;
-    entries that tie are equal, so which goes first changes no value)."""
-    order = np.argsort(x)
-    out = np.empty(order.shape[0], dx.dtype)
-    for k in range(order.shape[0]):
-        out[k] = dx[order[k]]
-    return out
+    """dx's entries in the order np.sort puts x's, row by row along the last axis (numba sorts
+    each row with the quicksort its argsort uses: the same nan-last order; entries that tie are
+    equal, so which goes first changes no value)."""
+    xs, ds = _rows(x), _rows(dx)
+    out = np.empty(xs.shape, dx.dtype)
+    for r in range(xs.shape[0]):
+        order = np.argsort(xs[r])
+        for k in range(order.shape[0]):
+            out[r, k] = ds[r, order[k]]
+    return out.reshape(x.shape)
 
 
 @nb.njit(cache=True)
 def unsorted(x, g):
     """The adjoint of np.sort(x): g's entries sent back to where np.sort took them from."""
-    order = np.argsort(x)
-    dx = np.empty(order.shape[0], g.dtype)
-    for k in range(order.shape[0]):
-        dx[order[k]] = g[k]
-    return dx
+    xs, gs = _rows(x), _rows(g)
+    dx = np.empty(xs.shape, g.dtype)
+    for r in range(xs.shape[0]):
+        order = np.argsort(xs[r])
+        for k in range(order.shape[0]):
+            dx[r, order[k]] = gs[r, k]
+    return dx.reshape(x.shape)
 
 
 register(np.sort, jvp=_sort_rule, adjoint=_sort_adjoint, reads=reads_first, keywords=())
@@ -305,6 +315,7 @@ register(np.sort, jvp=_sort_rule, adjoint=_sort_adjoint, reads=reads_first, keyw
 CASES = [
     _E("sort", lambda x: np.sort(x) * np.arange(1.0, 6.0), _VEC),
     _E("sort_of_a_row", lambda x: np.sort(x[1] * x[1]) ** 2, _MAT),
+    _E("sort_of_a_matrix", lambda x: np.sort(x * x[::-1]) * np.arange(1.0, 5.0), _MAT),
     _E("diff", lambda x: np.diff(x), _VEC),
     _E("diff_of_rows", lambda x: np.diff(x), _MAT),  # forward mode: along the last axis
     _E("diff_second_order", lambda x: np.diff(x, 2), _VEC),  # forward mode
