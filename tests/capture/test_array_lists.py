@@ -127,6 +127,20 @@ def entry_given_to_a_writer(x):
 
 
 @numba.njit
+def _same(a):  # writes nothing, but returns what it is given
+    return a
+
+
+@numba.njit
+def entry_written_through_a_helper_result(x):
+    seen = []
+    seen.append(x * 2.0)
+    v = _same(seen[0])
+    v[1] = 5.0
+    return np.sum(seen[0])
+
+
+@numba.njit
 def popped(x):
     seen = []
     seen.append(x * 2.0)
@@ -137,8 +151,9 @@ def popped(x):
     (written_after_appending, "writing into an array after appending it to a list"),
     (entry_written, "writing into an entry of a list of arrays"),
     (entry_given_to_a_writer, "writing into an entry of a list of arrays"),
+    (entry_written_through_a_helper_result, "writing into an entry of a list of arrays"),
     (popped, r"a list of arrays built by append and then changed by pop\(\)"),
-], ids=["written_after", "entry_written", "entry_to_writer", "pop"])
+], ids=["written_after", "entry_written", "entry_to_writer", "helper_result", "pop"])
 def test_writes_a_copy_would_hide_are_refused(kernel, construct):
     assert_refused_in_both_modes(kernel, construct)
 

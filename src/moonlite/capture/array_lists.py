@@ -28,7 +28,7 @@ from ..ir import ops
 from ..ir.core import Argument, Value
 from ..ir.readonly import never_written, use_kind, value_users, views_of
 from ..ir.traits import Trait
-from ..ir.types import ArrayType, int64
+from ..ir.types import ArrayType, OpaqueType, TupleType, int64
 
 nbt = nb.types
 
@@ -145,7 +145,9 @@ class ArrayLists:
             return True
         if use_kind(op, position) != "write":
             return False
-        if isinstance(op, ops.Call) and nb.is_njit_dispatcher(op.callee) and not op.kwnames:
+        if isinstance(op, ops.Call) and nb.is_njit_dispatcher(op.callee) and not op.kwnames \
+                and not _may_hold_arrays(op.result.type):
+            # (a helper returning an array may return the one it was given: a view to follow)
             return not _callee_never_writes(op.callee, op.operands, position)
         return True
 
@@ -174,6 +176,12 @@ def _array_uses(users: dict, roots):
 # `capture_types` of the package, which imports the importer, which imports this module: set
 # by the package once it is defined
 capture_callee = None
+
+
+def _may_hold_arrays(t) -> bool:
+    if isinstance(t, TupleType):
+        return any(_may_hold_arrays(e) for e in t.elements)
+    return isinstance(t, (ArrayType, OpaqueType))
 
 
 def _callee_never_writes(callee, operands, position: int) -> bool:
