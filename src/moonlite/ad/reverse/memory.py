@@ -52,6 +52,12 @@ class MemoryAdjoints:
             holder, index = self.shadow(record), self.b.const(0, int64)
         else:
             source = record_source(record)
+            parent = getattr(record, "op", None)
+            if source is None and isinstance(parent, ops.GetAttr) and is_record(parent.value.type):
+                # a record field of a record (`r.pos` of a nested dtype): the same field of the
+                # parent's shadow record, a reference into the shadow's bytes as in numba
+                entry = self._shadow_record(parent)
+                return None if entry is None else self.b.getattr(entry, parent.name, record.type)
             if source is None:
                 raise self.unsupported(op, "differentiating a field of a record that is not "
                                        f"read from a structured array here ({record.type}) in "
