@@ -13,7 +13,7 @@ import operator
 from .. import _numba
 from ..errors import MoonliteError
 from .cached_calls import wrapper_for
-from .types import ArrayType, BoolType, FloatType, IntType, Type, from_numba
+from .types import Type, from_numba
 
 _refreshed = False
 
@@ -53,35 +53,71 @@ def _resolve(fnty, argtypes, kwtypes, what: str) -> Type:
 
 def call_result_type(pyfunc, argtypes, kwtypes=None) -> Type:
     """The type numba gives `pyfunc(*args, **kws)` (pyfunc: operator, math/numpy function, ...)."""
-    key = _scalar_operator_key(pyfunc, argtypes, kwtypes)
+    key = _operator_key_of(pyfunc, argtypes, kwtypes)
     if key is not None:
-        found = _scalar_results.get(key)
+        found = _operator_results.get(key)
         if found is None:
-            found = _scalar_results[key] = _typed_call(pyfunc, argtypes, kwtypes)
+            found = _operator_results[key] = _typed_call(pyfunc, argtypes, kwtypes)
         return found
     return _typed_call(pyfunc, argtypes, kwtypes)
 
 
-# (operator, argument types) -> result type, for operators on plain scalars (and reads of an
-# array at int indices): numba's answer depends on nothing else, and asking it anew cost 0.2-0.4
-# ms per operation, about half of the AD passes of a forward-over-reverse rule
-_scalar_results: dict = {}
-_SCALAR_TYPES = (FloatType, IntType, BoolType)
-
-
-def _scalar_operator_key(pyfunc, argtypes, kwtypes):
+def _operator_key_of(pyfunc, argtypes, kwtypes):
+    """`operator_key` of a call the builder makes (moonlite types converted only for an
+    operator it may answer for)."""
     try:
-        if kwtypes or pyfunc not in _OPERATORS:
+        if pyfunc not in TYPED_BY_TYPES:
             return None
     except TypeError:  # an unhashable callee (a bound method of an array, ...)
         return None
-    argtypes = tuple(argtypes)
-    if all(type(t) in _SCALAR_TYPES for t in argtypes):
-        return (pyfunc, argtypes)
-    if pyfunc is operator.getitem and len(argtypes) == 2 and type(argtypes[0]) is ArrayType \
-            and type(argtypes[1]) is IntType:
-        return (pyfunc, argtypes)
+    return operator_key(pyfunc, _numba_args(argtypes), kwtypes)
+
+
+# (operator, argument types) -> result type, for `operator_key`'s calls: asking numba anew
+# cost 0.2-0.4 ms per operation, about half of the AD passes of a forward-over-reverse rule
+_operator_results: dict = {}
+
+# operators whose typing on plain scalars (or a read of an array at int indices) depends on
+# nothing but the argument types (`operator_key`)
+TYPED_BY_TYPES = frozenset([
+    operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+    operator.mod, operator.pow, operator.neg, operator.pos, operator.lt, operator.le,
+    operator.gt, operator.ge, operator.eq, operator.ne, operator.and_, operator.or_,
+    operator.xor, operator.not_, operator.iadd, operator.isub, operator.imul,
+    operator.itruediv, operator.getitem])
+_SCALARS = (_numba.types.Float, _numba.types.Integer, _numba.types.Boolean)
+
+
+def operator_key(func, args, kws):
+    """A key that determines numba's typing of the call `func(*args)` (numba types; `func` an
+    operator or numba's function type of one), or None when that typing may depend on more:
+    an operator of `TYPED_BY_TYPES` on non-literal scalars, or reading an array at
+    non-literal ints. moonlite's IR builder and its derived-code typing cache
+    (`lower/typing_cache.py`) remember numba's answers by it."""
+    if kws:
+        return None
+    op = func.typing_key if isinstance(func, _numba.types.Function) else func
+    try:
+        if op not in TYPED_BY_TYPES:
+            return None
+    except TypeError:  # an unhashable callee
+        return None
+    if all(_plain_scalar(a) for a in args):
+        return (op, tuple(args))
+    if op is operator.getitem and len(args) == 2 and type(args[0]) is _numba.types.Array \
+            and _plain_index(args[1]):
+        return (op, tuple(args))
     return None
+
+
+def _plain_scalar(t) -> bool:
+    return isinstance(t, _SCALARS) and not isinstance(t, _numba.types.Literal)
+
+
+def _plain_index(t) -> bool:
+    if isinstance(t, _numba.types.UniTuple):
+        return _plain_scalar(t.dtype) and isinstance(t.dtype, _numba.types.Integer)
+    return _plain_scalar(t) and isinstance(t, _numba.types.Integer)
 
 
 def _typed_call(pyfunc, argtypes, kwtypes) -> Type:
