@@ -74,7 +74,7 @@ def _random_tangent(a, rng):
         return tuple(_random_tangent(e, rng) for e in a)
     if kind in ("record", "records"):  # random float fields, zero others
         t = zero_tangent_like(a)
-        for *outer, name in _float_fields(a):  # an array field: its shape too
+        for *outer, name in _float_fields(a.dtype):  # an array field: its shape too
             _at(t, tuple(outer))[name] = rng.standard_normal(np.shape(_at(t, (*outer, name))))
         return t
     floats = _instance_floats(a) if kind == "instance" else []
@@ -108,15 +108,14 @@ def _fields(instance) -> dict:
     return dict(zip(fields_of(t), python_fields(instance, t)))
 
 
-def _float_fields(a, dtype=None, prefix: tuple = ()) -> list:
-    """The paths (tuples of field names) to the float fields of a record or structured array,
-    through fields holding records."""
-    dtype = a.dtype if dtype is None else dtype
+def _float_fields(dtype, prefix: tuple = ()) -> list:
+    """The paths (tuples of field names) to the float fields of a structured dtype, through
+    fields holding records."""
     paths = []
     for name in dtype.names:
         base = dtype.fields[name][0].base
         if base.names is not None:
-            paths += _float_fields(a, base, prefix + (name,))
+            paths += _float_fields(base, prefix + (name,))
         elif base.kind == "f":
             paths.append(prefix + (name,))
     return paths
@@ -133,7 +132,7 @@ def _record_floats(value, like) -> np.ndarray:
     """The float fields of a record or structured array `value` (a record's gradient is a
     structured array of one entry) as one float vector, field by field."""
     return np.concatenate([np.ravel(np.asarray(_at(value, path), dtype=float))
-                           for path in _float_fields(like)])
+                           for path in _float_fields(like.dtype)])
 
 
 def inner(g, t) -> float:
@@ -165,7 +164,7 @@ def _shift(a, t, h):
     if kind in ("record", "records"):
         # a copy (a record's: a structured array of one entry; np.array(record) is a view)
         shifted = a.copy() if kind == "records" else np.array([a], dtype=a.dtype)
-        for *outer, name in _float_fields(a):
+        for *outer, name in _float_fields(a.dtype):
             _at(shifted, tuple(outer))[name] += h * np.asarray(_at(t, (*outer, name)))
         return shifted if kind == "records" else shifted[0]
     if kind == "instance":  # a new instance (its arrays copied)

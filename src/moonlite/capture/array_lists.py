@@ -93,8 +93,7 @@ class ArrayLists:
         buffers, length = self._state(lst)
         buffer = self.b.call(grown_rows, [buffers[0], length, value], None, buffers[0].type)
         self._own(buffer)
-        self.b.setitem(buffer, length, value)
-        write = self.b.block.ops[-1]
+        write = self.b.setitem(buffer, length, value)
         self.array_list_ops.add(id(write))
         self.array_appends.append((write, value))
         self.list_state[lst] = ((buffer,), self.b.add(length, self.b.const(1, int64)))

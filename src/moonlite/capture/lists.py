@@ -665,7 +665,8 @@ class GrowingLists(ArrayLists):
 
     def _append(self, lst: GrowingList, value: Value):
         if lst.holds_arrays:
-            return self.append_row(lst, value) or self.b.const(None, none)
+            self.append_row(lst, value)
+            return self.b.const(None, none)
         buffers, length = self._state(lst)
         columns = self._entry_columns(lst, value)
         if lst.reserved and self._label in lst.plan.body:

@@ -176,8 +176,8 @@ class Builder:
             type = typing.call_result_type(operator.getitem, (value.type, index.type))
         return self._value(ops.GetItem(value, index, type, self.loc, hint))
 
-    def setitem(self, target: Value, index: Value, value: Value) -> None:
-        self.emit(ops.SetItem(target, index, value, self.loc))
+    def setitem(self, target: Value, index: Value, value: Value) -> Op:
+        return self.emit(ops.SetItem(target, index, value, self.loc))
 
     def tuple_getitem(self, tup: Value, index: int, hint=None) -> Value:
         return self._value(ops.TupleGetItem(tup, index, self.loc, hint))
