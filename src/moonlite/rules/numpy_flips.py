@@ -32,23 +32,19 @@ import numpy as np
 
 from .. import _numba as nb
 from ..ir.traits import AXES_VIEW, VIEW
-from ..ir.types import ArrayType, BoolType, FloatType, IntType, int64
+from ..ir.types import BoolType, IntType, int64
 from .cases import NumpyRuleCase, array_case, uniform
 from .define import Method, RuleNotApplicable, positional_only
 from .operands import checked_positional, reads_first, reads_nothing, reads_options
-from .registry import register
+from .registry import is_float64_array, is_float_array, register
 
 _FLIPS = (np.flip, np.fliplr, np.flipud)
-
-
-def _is_float_array(v) -> bool:
-    return isinstance(v.type, ArrayType) and isinstance(v.type.dtype, FloatType)
 
 
 # --- flips: views whose shadows are the same flips of their sources' shadows ------------------
 
 def _check_flip(a) -> None:
-    if not _is_float_array(a):
+    if not is_float_array(a.type):
         raise RuleNotApplicable("flips are differentiated for float arrays")
 
 
@@ -89,7 +85,7 @@ for _fn in _FLIPS:
 # --- np.roll: a cyclic shift of the flattened array --------------------------------------------
 
 def _check_roll(a, shift) -> None:
-    if not _is_float_array(a):
+    if not is_float_array(a.type):
         raise RuleNotApplicable("np.roll is differentiated for a float array (np.roll of a "
                                 "number is a 0-d array: roll an array)")
     if not (isinstance(shift.type, BoolType)
@@ -157,7 +153,7 @@ def cumprod_adjoint(a, g):
 
 
 def _check_cumprod(a) -> None:
-    if not (isinstance(a.type, ArrayType) and a.type.dtype == FloatType(64)):
+    if not is_float64_array(a.type):
         raise RuleNotApplicable("np.cumprod is differentiated for float64 arrays")
 
 

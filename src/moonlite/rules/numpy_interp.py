@@ -19,10 +19,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _numba as nb
-from ..ir.types import ArrayType, FloatType
+from ..ir.types import FloatType
 from .define import RuleNotApplicable, defjvp
 from .operands import checked_positional, reads_all
-from .registry import has_adjoint, register
+from .registry import has_adjoint, is_float64_array, register
 from .cases import NumpyRuleCase
 
 
@@ -101,12 +101,9 @@ def interp_adjoints_at(v, xp, fp, g):
 
 
 def _check(x, xp, fp) -> None:
-    f64 = FloatType(64)
-    vectors = [isinstance(a.type, ArrayType) and a.type.ndim == 1 and a.type.dtype == f64
-               for a in (xp, fp)]
-    query = x.type == f64 or (isinstance(x.type, ArrayType) and x.type.ndim == 1
-                              and x.type.dtype == f64)
-    if not (all(vectors) and query):
+    vectors = all(is_float64_array(a.type, 1) for a in (xp, fp))
+    query = x.type == FloatType(64) or is_float64_array(x.type, 1)
+    if not (vectors and query):
         raise RuleNotApplicable("np.interp is differentiated for a float64 or 1-D float64 "
                                 "array x and 1-D float64 xp and fp")
 

@@ -31,11 +31,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _numba as nb
-from ..ir.types import ArrayType, FloatType
 from .cases import NumpyRuleCase, uniform
 from .define import RuleNotApplicable, defzero, no_adjoint, positional_only
 from .operands import checked_positional, reads_first
-from .registry import register
+from .registry import is_float64_array, register
 
 
 @nb.njit(cache=True)
@@ -158,7 +157,7 @@ for _weights in (ptp_weights, nansum_weights, nanmean_weights, nanmax_weights, n
 
 
 def _check(a) -> None:
-    if not (isinstance(a.type, ArrayType) and a.type.dtype == FloatType(64)):
+    if not is_float64_array(a.type):
         raise RuleNotApplicable("it is differentiated for a float64 array, reduced whole")
 
 

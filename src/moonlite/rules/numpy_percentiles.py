@@ -22,10 +22,10 @@ import math
 import numpy as np
 
 from .. import _numba as nb
-from ..ir.types import ArrayType, BoolType, FloatType
+from ..ir.types import BoolType, FloatType
 from .define import RuleNotApplicable, defjvp
 from .operands import checked_positional, reads_all
-from .registry import has_adjoint, register
+from .registry import has_adjoint, is_float64_array, register
 from .cases import NumpyRuleCase
 
 
@@ -74,8 +74,7 @@ _FORMS = {np.percentile: (1.0, False), np.quantile: (100.0, False),
 
 
 def _check(a, q) -> None:
-    if not (isinstance(a.type, ArrayType) and a.type.dtype == FloatType(64)
-            and q.type.is_scalar and not isinstance(q.type, BoolType)):
+    if not (is_float64_array(a.type) and q.type.is_scalar and not isinstance(q.type, BoolType)):
         raise RuleNotApplicable("percentiles are differentiated for a float64 array and one "
                                 "number q")
 

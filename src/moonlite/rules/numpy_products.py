@@ -11,10 +11,9 @@ import numpy as np
 
 from .. import _numba as nb
 from ..ir import ops
-from ..ir.types import ArrayType, FloatType
 from .define import Method, RuleNotApplicable, defjvp
 from .operands import checked_positional, positional, reads_first_two
-from .registry import has_adjoint, register
+from .registry import has_adjoint, is_float64_array, register
 from .cases import MAT as _MAT, VEC as _VEC, array_case as _E, uniform as _uniform
 
 
@@ -80,9 +79,7 @@ register(np.outer, adjoint=_outer_adjoint, reads=reads_first_two, keywords=())
 # --- np.convolve (numpy's "full") and np.correlate ("valid") of float64 vectors ------------------
 
 def _vectors(a, v) -> None:
-    f64 = FloatType(64)
-    if not all(isinstance(x.type, ArrayType) and x.type.ndim == 1 and x.type.dtype == f64
-               for x in (a, v)):
+    if not all(is_float64_array(x.type, 1) for x in (a, v)):
         raise RuleNotApplicable("np.convolve and np.correlate are differentiated for 1-D "
                                 "float64 arrays")
 

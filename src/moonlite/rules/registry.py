@@ -141,6 +141,12 @@ def is_float_array(t) -> bool:
     return isinstance(t, ArrayType) and isinstance(t.dtype, FloatType)
 
 
+def is_float64_array(t, ndim=None) -> bool:
+    """A float64 array (of `ndim` dimensions when given): what rules written for numba's
+    float64 implementations take."""
+    return isinstance(t, ArrayType) and t.dtype == FloatType(64) and ndim in (None, t.ndim)
+
+
 def has_adjoint(t) -> bool:
     """Floats, float arrays, records and structured arrays with float fields (their fields get
     their adjoints in a shadow structured array) and tuples holding one carry an adjoint."""
