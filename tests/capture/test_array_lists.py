@@ -141,6 +141,16 @@ def entry_written_through_a_helper_result(x):
 
 
 @numba.njit
+def written_through_a_tuple(x):
+    t = (x * 1.0, 2.0)
+    seen = []
+    for _ in range(2):
+        seen.append(t[0])
+        t[0][1] += 1.0  # the same array as the entries: the list would see this
+    return seen[0][1] + seen[1][1] * 0.5
+
+
+@numba.njit
 def popped(x):
     seen = []
     seen.append(x * 2.0)
@@ -152,10 +162,29 @@ def popped(x):
     (entry_written, "writing into an entry of a list of arrays"),
     (entry_given_to_a_writer, "writing into an entry of a list of arrays"),
     (entry_written_through_a_helper_result, "writing into an entry of a list of arrays"),
+    (written_through_a_tuple, "writing into an array after appending it to a list"),
     (popped, r"a list of arrays built by append and then changed by pop\(\)"),
-], ids=["written_after", "entry_written", "entry_to_writer", "helper_result", "pop"])
+], ids=["written_after", "entry_written", "entry_to_writer", "helper_result", "tuple", "pop"])
 def test_writes_a_copy_would_hide_are_refused(kernel, construct):
     assert_refused_in_both_modes(kernel, construct)
+
+
+@numba.njit
+def appends_an_entry_of_a_tuple_argument(t):
+    seen = []
+    seen.append(t[0])
+    a = t[0]  # another read of the same array
+    a[1] += 3.0
+    return seen[0][1] * t[1]
+
+
+def test_a_write_through_another_read_of_a_tuple_argument_is_refused():
+    t = (X.copy(), 2.0)
+    for run in (lambda: moonlite.grad(appends_an_entry_of_a_tuple_argument)(t),
+                lambda: moonlite.jvp(appends_an_entry_of_a_tuple_argument, (t,),
+                                     ((np.ones(3), 1.0),))):
+        with pytest.raises(UnsupportedError, match="writing into an array after appending"):
+            run()
 
 
 @numba.njit

@@ -145,16 +145,18 @@ class ArrayLists:
         if use_kind(op, position) != "write":
             return False
         if isinstance(op, ops.Call) and nb.is_njit_dispatcher(op.callee) and not op.kwnames \
+                and isinstance(op.operands[position].type, ArrayType) \
                 and not _may_hold_arrays(op.result.type):
-            # (a helper returning an array may return the one it was given: a view to follow)
+            # (a helper returning an array may return the one it was given: a view to follow;
+            # one given a tuple may write an array it holds: never_written asks arrays only)
             return not _callee_never_writes(op.callee, op.operands, position)
         return True
 
 
 def _array_uses(users: dict, roots):
-    """(op, operand position) of the uses of the arrays `roots`, followed through views and
-    through tuples taken apart again (`(k, row)` of `enumerate`); a tuple used otherwise is
-    a use at position -1."""
+    """(op, operand position) of the uses of the arrays `roots` (or of the tuples holding
+    them), followed through views and through tuples taken apart again (`(k, row)` of
+    `enumerate`); a tuple built here and used otherwise is a use at position -1."""
     seen, pending = set(), list(roots)
     while pending:
         reached = [v for v in views_of(users, pending) if v not in seen]
@@ -168,6 +170,9 @@ def _array_uses(users: dict, roots):
                             yield user, -1
                         elif user.index == position:
                             pending.append(user.result)
+                elif isinstance(op, (ops.TupleGetItem, ops.Phi, ops.Select)) \
+                        and _may_hold_arrays(op.result.type):
+                    pending.append(op.result)  # (any entry of a tuple that holds the array)
                 elif use_kind(op, position) != "view" or op.result is None:
                     yield op, position
 
@@ -193,7 +198,8 @@ def _callee_never_writes(callee, operands, position: int) -> bool:
 
 def _roots(value: Value) -> set:
     """The arrays whose memory `value` may view: itself when it is made fresh, else what the
-    views, phis and calls it comes from view (a call may return a view of an argument)."""
+    views, phis and calls it comes from view (a call may return a view of an argument); an
+    entry of a tuple not built here stands for the tuple."""
     roots, seen, work = set(), set(), [value]
     while work:
         v = work.pop()
@@ -201,10 +207,15 @@ def _roots(value: Value) -> set:
             continue
         seen.add(v)
         op = getattr(v, "op", None)
+        if isinstance(op, ops.TupleGetItem):  # the entry of a tuple built here, or the tuple
+            built = getattr(op.tuple, "op", None)
+            work.append(built.operands[op.index] if isinstance(built, ops.BuildTuple)
+                        else op.tuple)
+            continue
         if op is None or _fresh(op):
             roots.add(v)
             continue
-        sources = [o for o in op.operands if isinstance(o.type, ArrayType)]
+        sources = [o for o in op.operands if _may_hold_arrays(o.type)]
         if isinstance(op, (ops.Call, ops.MethodCall)) or not sources:
             roots.add(v)  # (what a call returns may be new, or a view of its arguments)
         work.extend(sources)
