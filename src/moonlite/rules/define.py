@@ -157,6 +157,14 @@ def no_adjoint(rv, op) -> None:
     of their sources' shadows), allocations, lengths, piecewise-constant functions."""
 
 
+def piecewise_constant(helper) -> None:
+    """Register an njit helper of the rules whose value is piecewise constant in its arguments
+    (the one-hot and rank weights adjoints multiply by): a zero tangent and nothing sent back,
+    so forward mode over a reverse rule (a Hessian) need not capture it."""
+    defzero(helper)
+    register(helper, adjoint=no_adjoint, keywords=())
+
+
 # --- linear functions: the same call on the tangent ----------------------------------------------
 
 def _first_tangent(tangents):

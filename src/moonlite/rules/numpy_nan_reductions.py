@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import _numba as nb
 from .cases import NumpyRuleCase, uniform
-from .define import RuleNotApplicable, defzero, no_adjoint, positional_only
+from .define import RuleNotApplicable, piecewise_constant, positional_only
 from .operands import checked_positional, reads_first
 from .registry import is_float64_array, register
 
@@ -152,8 +152,7 @@ _WEIGHTS = {np.ptp: ptp_weights, np.nansum: nansum_weights, np.nanmean: nanmean_
 
 # piecewise constant: a zero derivative (forward mode over the pullback need not capture them)
 for _weights in (ptp_weights, nansum_weights, nanmean_weights, nanmax_weights, nanmin_weights):
-    defzero(_weights)
-    register(_weights, adjoint=no_adjoint, keywords=())
+    piecewise_constant(_weights)
 
 
 def _check(a) -> None:

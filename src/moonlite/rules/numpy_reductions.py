@@ -14,8 +14,8 @@ from .. import _numba as nb
 import numpy as np
 
 from ..ir.types import ArrayType, int64, none
-from .define import (Method, RuleNotApplicable, defrule, defzero, linear_call, linear_method,
-                     no_adjoint, positional_only)
+from .define import (Method, RuleNotApplicable, defrule, linear_call, linear_method,
+                     piecewise_constant, positional_only)
 from .operands import (describe, first_optional, keyword_values, name_of, positional,
                        reads_all, reads_first, reads_options)
 from .registry import register, register_each
@@ -224,12 +224,10 @@ for _keys, _tangent, _adjoint in [
     register_each(_keys, jvp=_whole_array(_tangent), adjoint=_adjoint, reads=reads_first,
                   keywords=())
 
-# The adjoints' one-hot weights are piecewise constant: forward mode over a reverse rule (a
-# Hessian) takes their zero tangent rather than capturing the helper (0.16 s of numba typing in
-# a first Hessian of np.max). median_weights below is registered the same way.
+# the adjoints' one-hot weights: forward mode over a reverse rule takes their zero tangent
+# rather than capturing them (0.16 s of numba typing in a first Hessian of np.max)
 for _weights in (one_at_argmax, one_at_argmin):
-    defzero(_weights)
-    register(_weights, adjoint=no_adjoint, keywords=())
+    piecewise_constant(_weights)
 
 
 # --- the median: the entry (or the two entries) in the middle --------------------------------
@@ -261,8 +259,7 @@ def median_tangent(x, dx):
 
 register_each((np.median,), jvp=_whole_array(median_tangent),
               adjoint=_reduction_adjoint(median_weights), reads=reads_first, keywords=())
-defzero(median_weights)  # piecewise constant, as one_at_argmax above
-register(median_weights, adjoint=no_adjoint, keywords=())
+piecewise_constant(median_weights)
 
 
 # --- the norm ------------------------------------------------------------------------------------
