@@ -4,6 +4,7 @@ Each case runs kernels in fresh Python processes against a cache directory of it
 
 import json
 import os
+from collections import namedtuple
 import subprocess
 import sys
 import textwrap
@@ -220,6 +221,25 @@ def test_the_key_covers_array_contents_and_versions(monkeypatch):
     assert fingerprint.derivation_key(with_array_global, ("grad", 0, True)) != key
     monkeypatch.setattr(fingerprint, "versions_key", lambda: ("another moonlite",))
     assert fingerprint.derivation_key(with_array_global, ("grad", 0, False)) != key
+
+
+Pair = namedtuple("Pair", ["a", "b"])
+
+
+@numba.njit
+def builds_a_namedtuple(x):
+    p = Pair(x[0], x[1])
+    return p.a * p.b
+
+
+def test_a_namedtuple_class_is_keyed_by_its_fields_and_defaults(monkeypatch):
+    key = fingerprint.derivation_key(builds_a_namedtuple, ("grad", 0, False))
+    assert key is not None  # (it was uncachable: a class of the user's module)
+    glob = builds_a_namedtuple.py_func.__globals__
+    monkeypatch.setitem(glob, "Pair", namedtuple("Pair", ["a", "c"]))
+    assert fingerprint.derivation_key(builds_a_namedtuple, ("grad", 0, False)) != key
+    monkeypatch.setitem(glob, "Pair", namedtuple("Pair", ["a", "b"], defaults=[1.0]))
+    assert fingerprint.derivation_key(builds_a_namedtuple, ("grad", 0, False)) != key
 
 
 class Settings:

@@ -4,7 +4,8 @@
 changes the code moonlite derives from njit function `f`:
 
 - `f`'s bytecode, constants and closure, and the value of every global it names (numbers,
-  strings, arrays by content, tuples of them, numpy/math/numba functions and types by name),
+  strings, arrays by content, tuples of them, namedtuple classes by their fields and
+  defaults, numpy/math/numba functions and types by name),
   recursively for every njit function it can reach through them (its callees);
 - the options `f` was compiled with, and the derivation's own (`recipe`: the API, argnums, ...);
 - every rule users registered (`custom_jvp`, `custom_vjp`, `nondifferentiable`), debug mode;
@@ -98,6 +99,10 @@ def value_key(v, seen: set) -> tuple:
         raise Uncachable(f"module {v.__name__}")
     if isinstance(v, nb.types.Type):
         return ("numba type", str(v))
+    if isinstance(v, type) and issubclass(v, tuple) and hasattr(v, "_fields"):
+        # a namedtuple class: numba's code depends on its fields and defaults alone
+        defaults = tuple(value_key(d, seen) for d in getattr(v, "_field_defaults", {}).values())
+        return ("namedtuple", v.__module__, v.__qualname__, tuple(v._fields), defaults)
     if callable(v):  # functions and classes of numpy, math, numba: by name
         module = getattr(v, "__module__", None) or type(v).__module__ or ""
         name = getattr(v, "__qualname__", None) or getattr(v, "__name__", None)
