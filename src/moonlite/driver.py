@@ -30,7 +30,7 @@ from .ad.hoist import hoist_loop_invariants
 from .ad.inline import inline_njit_calls
 from .ad.reverse import reverse_transform, reverse_transform_split
 from .cache import attach_disk_cache
-from .capture import capture_types
+from .capture import capture_types, list_helpers
 from .rules.jitclasses import takes_or_returns_instance
 from .ir.loop_exits import add_loop_exit_phis
 from .debug import on_mode_change, verified, verified_in_debug
@@ -336,3 +336,6 @@ def _name(f) -> str:
 # What the passes learn about a called njit function: its IR (captured, or the one a
 # moonlite-compiled callable keeps) and its derived forward rule.
 PASS_CONTEXT = PassContext(callee_ir=capture_types, forward_rule=derived_forward_rule)
+# the column forms of helpers given lists of tuples or arrays: compiled at their first call,
+# usually never (the AD passes read their IR)
+list_helpers.compile_ir = functools.partial(lower, eager=False)

@@ -84,19 +84,6 @@ def repeats_a_list(x):
 
 
 @numba.njit
-def _total(values):
-    s = 0.0
-    for v in values:
-        s += v
-    return s
-
-
-@numba.njit
-def passes_a_literal_to_a_function(x):
-    return _total([x[0], x[1]])
-
-
-@numba.njit
 def indexes_a_literal_out_of_range(x):
     values = [x[0], x[1]]
     return values[2 - 5]
@@ -190,7 +177,6 @@ _X = np.array([0.3, 1.2, -0.7])
 REFUSED = [
     ("structref_in_a_loop_tuple", carries_a_structref_in_a_tuple, (_X,),
      "OscillatorType instance built from values being differentiated"),
-    ("passed_on", passes_a_literal_to_a_function, (_X,), "a list literal used other than read"),
     ("out_of_range", indexes_a_literal_out_of_range, (_X,), "indexing a list literal of 2"),
     ("jitclass_field_write", writes_into_a_jitclass_field, (_X, Neuron(1.0, np.zeros(3), 1)),
      "writes a value being differentiated into an array held by a jitclass"),

@@ -270,20 +270,6 @@ def appends_arrays(x):
 
 
 @numba.njit
-def _pair_products(pairs):
-    s = 0.0
-    for a, b in pairs:
-        s += a * b
-    return s
-
-
-@numba.njit
-def pairs_to_a_helper(x):
-    pairs = [(v, 2.0 * v) for v in x]
-    return _pair_products(pairs)
-
-
-@numba.njit
 def mixed_pairs_as_an_array(x):
     pairs = [(v, i) for i, v in enumerate(x)]
     return np.asarray(pairs)[0, 0]
@@ -307,7 +293,6 @@ def rebuilt_in_a_loop(x):
     (counts_pairs, r"a list of tuples built by append searched by count\(\)"),
     (sorts_by_a_flag, r"list.sort\(\) on a list the kernel builds"),
     (appends_arrays, "appending to a list of array"),
-    (pairs_to_a_helper, r"a list of tuples built by append passed to _pair_products\(\)"),
     (mixed_pairs_as_an_array, r"a list of tuples built by append given to asarray\(\)"),
     (rebuilt_in_a_loop, "bound to different lists"),
 ])

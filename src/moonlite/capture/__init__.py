@@ -9,7 +9,7 @@ from .. import _numba as nb
 from ..errors import CaptureError, SourceLoc, UnsupportedError
 from ..ir.core import Function
 from ..timing import phase
-from . import array_lists
+from . import array_lists, list_helpers
 from .frozen_globals import check_frozen_globals
 from .importer import Importer
 from .pipeline import TypedIR, run_capture_pipeline
@@ -44,6 +44,18 @@ def _capture_types(f, argtypes: tuple) -> Function:
     options = f.targetoptions
     return Importer(f.py_func, typed, options.get("error_model", "python"),
                     bool(options.get("boundscheck"))).run()
+
+
+def capture_with_list_columns(f, argtypes: tuple) -> Function:
+    """The column form of njit `f` for numba argument types holding lists: each list
+    parameter given as its buffers and its length (`list_helpers.py`)."""
+    with phase("capture"):
+        check_frozen_globals(f, tuple(argtypes))
+        _, folded = f._compiler.fold_argument_types(tuple(argtypes), {})
+        typed = _type(f, tuple(folded))
+        options = f.targetoptions
+        return Importer(f.py_func, typed, options.get("error_model", "python"),
+                        bool(options.get("boundscheck")), list_params=True).run()
 
 
 def _type(f, argtypes: tuple) -> TypedIR:
@@ -117,3 +129,4 @@ def _first_line(exc) -> str:
 
 
 array_lists.capture_callee = capture_types  # what the check of lists of arrays asks callees
+list_helpers.capture_columns = capture_with_list_columns

@@ -14,9 +14,11 @@ after it is appended (the list would see the write) or an entry read from the li
 IR, and refuses the kernel where it cannot: a write into a view of an appended array on a path
 from the append that does not allocate that array anew (a fresh `x` in each iteration of a
 loop may be written before it is appended), and any write into the rows. An njit function
-given such an array counts as writing it unless its own IR never does. Every other list
-operation on a list of arrays (methods but `append`, `ys[i] = v`, copies, joins, `sum`, passing
-the list to a function) is refused by name.
+given such an array counts as writing it unless its own IR never writes or returns it. The list
+itself may be given to an njit helper, which then runs as its column form, given the buffer and
+the length (`list_helpers.py`); the same check asks that form's IR. Every other list operation on
+a list of arrays (methods but `append`, `ys[i] = v`, copies, joins, `sum`, passing the list to a
+function other than an njit one) is refused by name.
 """
 
 from __future__ import annotations
@@ -145,10 +147,10 @@ class ArrayLists:
         if use_kind(op, position) != "write":
             return False
         if isinstance(op, ops.Call) and nb.is_njit_dispatcher(op.callee) and not op.kwnames \
-                and isinstance(op.operands[position].type, ArrayType) \
-                and not _may_hold_arrays(op.result.type):
-            # (a helper returning an array may return the one it was given: a view to follow;
-            # one given a tuple may write an array it holds: never_written asks arrays only)
+                and isinstance(op.operands[position].type, ArrayType):
+            # (never_written counts a return of the array, or of a view of it, as a write: the
+            # caller could write through the result; one given a tuple may write an array it
+            # holds, and never_written asks arrays only)
             return not _callee_never_writes(op.callee, op.operands, position)
         return True
 

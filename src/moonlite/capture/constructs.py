@@ -1,7 +1,8 @@
 """How the importer reads the containers and call forms of real kernels (issue #20): list
 literals (read as the tuples of their items), arrays unpacked, `*args` parameters and `f(*t)`
 calls, `a.flat` in loops, methods of jitclass instances, namedtuples built, `literal_unroll`
-loops, lists built by append passed to njit helpers (as arrays). `Importer` inherits these; each
+loops, lists built by append passed to njit helpers (as arrays, or to the helper's column
+form: `list_helpers.py`). `Importer` inherits these; each
 either gives ordinary IR that every AD mode already differentiates, or refuses the use it cannot
 follow (a list literal passed on, a helper appending to a list it is given) with a message
 naming it.
@@ -23,6 +24,7 @@ from . import statics as st
 from .iterators import check_unpack_length
 from ..rules.jitclasses import is_numba_instance_type, maker_for
 from .jitclasses import constructor_of, structref_fields
+from .list_helpers import ListArgument, column_form, needs_column_form
 from .lists import GrowingList
 
 nbt = nb.types
@@ -221,7 +223,7 @@ class ConstructReads:
         callee = self.lookup(expr.func)
         if isinstance(bound, GrowingList) and isinstance(callee, st.StaticObject) \
                 and nb.is_njit_dispatcher(callee.obj):
-            return self._list_for_helper(bound, callee.obj, param)
+            return self._list_for_helper(bound, callee.obj, param, var)
         if not isinstance(bound, st.ListLiteral):
             return self.value(var)
         if not (isinstance(callee, st.StaticObject)
@@ -229,19 +231,42 @@ class ConstructReads:
             self.value(var)  # refused, naming the construct
         return self._list_as_tuple(bound)
 
-    def _list_for_helper(self, lst: GrowingList, helper, param) -> Value:
-        """A list built by append, passed to an njit helper, as the array view of its entries:
-        numba compiles the helper for that array, which reads (`len`, `ys[i]`, `for`, `sum`) and
-        writes entries (`ys[i] = v`, seen by the caller, as a list's are) alike. A helper
-        calling a list method on it is refused here."""
-        if lst.holds_arrays:
-            self.refuse_array_list(f"passed to {helper.__name__}()")
+    def _list_for_helper(self, lst: GrowingList, helper, param, var) -> ListArgument:
+        """A list built by append, passed to an njit helper (`helper_call`, once the call's
+        other arguments are known, decides how). A helper calling a list method on it is
+        refused here."""
         method = _list_method_called(helper.py_func, param)
         if method is not None:
             self.unsupported(f"a list built by append passed to {helper.__name__}(), which "
                              f"calls its method {method}()", "append in the kernel, and pass "
                              "the helper the finished list")
-        return self.list_entries(lst, f"passed to {helper.__name__}()")
+        return ListArgument(lst, self.typemap[var.name])
+
+    def helper_call(self, fn, args: list, kws: dict) -> tuple:
+        """The callee and arguments of a call of njit `fn` given lists built by append
+        (`ListArgument`s): lists of numbers as the array views of their entries (numba
+        compiles `fn` for those arrays, which read and write as the lists do); with a list of
+        tuples or of arrays among them, `fn`'s column form given every list's buffers and
+        length (`list_helpers.py`)."""
+        if any(isinstance(a, ListArgument) for a in kws.values()):
+            self.unsupported(f"a list built by append passed by keyword to {fn.__name__}(), "
+                             "whose keywords moonlite cannot put in position",
+                             "pass the list by position")
+        if not any(isinstance(a, ListArgument) for a in args):
+            return fn, args
+        if not needs_column_form(args):
+            return fn, [self.list_entries(a.lst, f"passed to {fn.__name__}()")
+                        if isinstance(a, ListArgument) else a for a in args]
+        argtypes = tuple(a.numba_type if isinstance(a, ListArgument) else a.type.to_numba()
+                         for a in args)
+        flat = []
+        for a in args:
+            if isinstance(a, ListArgument):
+                buffers, length = self._state(a.lst)
+                flat.extend([*buffers, length])
+            else:
+                flat.append(a)
+        return column_form(fn, argtypes), flat
 
     def refuse_list_returned(self, fn, expr, target) -> None:
         """A helper given a list built by append must not return a list (it would be the

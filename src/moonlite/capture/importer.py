@@ -28,12 +28,13 @@ from ..ir.types import (ArrayType, BoolType, FloatType, IntType, NamedTupleType,
                         from_numba, none)
 from . import rewrites
 from . import statics as st
-from .constructs import ConstructReads, StarArgs, is_star_args, jitclass_method
+from .constructs import ConstructReads, jitclass_method
 from ..rules.jitclasses import is_jitclass
 from .lists import GrowingList, GrowingLists, ListMethod
 from .loops import LoopReads
 from .messages import (CONTAINER_HINT, construct_of, container_construct, hint_of,
                        is_container, is_string, unsupported_expr, user_type)
+from .parameters import Parameters
 from .pipeline import TypedIR
 from .record_fields import RecordFields
 from ..rules.overlap import may_view_memory, refuse_overlap
@@ -44,13 +45,15 @@ nbt = nb.types
 _NUMBER_TYPES = (FloatType, IntType, BoolType)
 
 
-class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
+class Importer(Parameters, ConstructReads, GrowingLists, LoopReads, RecordFields):
     """One use: `Importer(dispatcher, typed).run()` returns the moonlite Function."""
 
     def __init__(self, py_func, typed: TypedIR, error_model: str = "python",
-                 boundscheck: bool = False):
+                 boundscheck: bool = False, list_params: bool = False):
         self.py_func = py_func
         self.boundscheck = boundscheck
+        # list parameters given as their buffers and lengths (`list_helpers.py`)
+        self.list_params = list_params
         # numba's default error model raises ZeroDivisionError for scalar division by zero:
         # such divisions are marked `checked` (derived code compiles with numpy's model)
         self.checks_division = error_model == "python"
@@ -86,33 +89,6 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
         self._refuse_ill_typed_ops(fn)
         return fn
 
-    def _new_function(self) -> Builder:
-        """The function's parameters: numba's, less omitted defaults, with a `*args` tuple
-        spread into one parameter per entry. numba folds the values a call passes for `*args`
-        into one tuple argument, but calls pass them one by one; spread, the parameters match
-        the call sites (for inlining, derived rules and numba alike), and the body gets the
-        tuple back from them (`on_arg`)."""
-        names, types_ = [], []
-        for name, t in zip(self.fir.arg_names, self.typed.argtypes):
-            if is_star_args(t):
-                names.extend(f"{name}_{k}" for k in range(len(t.types)))
-                types_.extend(from_numba(e) for e in t.types)
-            elif not isinstance(t, nbt.Omitted):
-                names.append(name)
-                types_.append(from_numba(t))
-        loc = self._loc(self.fir.loc)
-        b = Builder.new_function(self.py_func.__name__, types_, names,
-                                 from_numba(self.typed.return_type), py_func=self.py_func,
-                                 loc=loc, boundscheck=self.boundscheck)
-        self._arg_values = {}
-        it = iter(b.function.args)
-        for i, t in enumerate(self.typed.argtypes):
-            if is_star_args(t):
-                self._arg_values[i] = StarArgs([next(it) for _ in t.types])
-            else:
-                self._arg_values[i] = t if isinstance(t, nbt.Omitted) else next(it)
-        return b
-
     def _ensure_entry_has_no_predecessors(self, entry_label) -> None:
         targets = {t for blk in self.fir.blocks.values() for t in blk.terminator.get_targets()}
         if entry_label in targets:
@@ -138,6 +114,8 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
             if handler is None:
                 self._unsupported_stmt(stmt)
             handler(self, stmt)
+            if self.given_lists:
+                self.check_given_lists_kept()
         self._leave_block_lists(label)
 
     # --- errors --------------------------------------------------------------------------------
@@ -333,14 +311,6 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
         return self.b.const(value, from_numba(t))
 
     # --- values ----------------------------------------------------------------------------------
-
-    def on_arg(self, value, target):
-        bound = self._arg_values[value.index]
-        if isinstance(bound, nbt.Omitted):
-            return self._const_value(bound.value)
-        if isinstance(bound, StarArgs):
-            return self.b.build_tuple(bound.values)
-        return bound
 
     def on_var(self, value, target):
         return self.lookup(value)
@@ -567,6 +537,7 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
             if folded is not None:
                 args, kws = folded, {}
         args = self._coerced_to_signature(args, self.calltypes.get(expr))
+        fn, args = self.helper_call(fn, args, kws)
         result_type = self.type_of(target)
         in_position = rewrites.numpy_keywords_in_position(fn, args, kws, result_type)
         if in_position is not None:
@@ -630,7 +601,8 @@ class Importer(ConstructReads, GrowingLists, LoopReads, RecordFields):
     def _coerced_to_signature(self, values: list, sig) -> list:
         if sig is None or len(sig.args) < len(values):
             return values  # star-args signatures (min, max) type a tuple of all arguments
-        return [self._coerce(v, from_numba(t)) for v, t in zip(values, sig.args)]
+        return [self._coerce(v, from_numba(t)) if isinstance(v, Value) else v
+                for v, t in zip(values, sig.args)]
 
     # --- phis ------------------------------------------------------------------------------------
 

@@ -47,10 +47,14 @@ class ListAnalysis:
         self._globals: dict = {}  # variable -> the global or free variable it holds
         self._wrapped: dict = {}  # result of enumerate(...) or zip(...) -> its arguments
         self._iadds: list = []  # (label, target, lhs) of every `a += b`
+        self._given: list = []  # variables given to njit functions
         for label, block in blocks.items():
             for stmt in block.body:
                 self._scan(label, stmt, builds, mutated, appends, iternexts)
         self._lists_extended_by_plus(typemap, mutated)
+        # a list given to an njit helper (even one never appended to, `f([a, b])`) is kept
+        # as a growing list is: the helper is given its entries (`list_helpers.py`)
+        mutated.update(v for v in self._given if isinstance(typemap.get(v), nb.types.List))
         roots = {self.root(m) for m in mutated}
         self.growing = {name for name in set(self.parent) | set(builds)
                         if self.root(name) in roots}
@@ -97,6 +101,9 @@ class ListAnalysis:
             self._iadds.append((label, name, value.lhs.name))
         elif value.op == "call" and self._globals.get(value.func.name) in (enumerate, zip):
             self._wrapped[name] = [a.name for a in value.args if isinstance(a, ir.Var)]
+        elif value.op == "call" and nb.is_njit_dispatcher(self._globals.get(value.func.name)):
+            self._given.extend(a.name for a in [*value.args, *(v for _, v in value.kws)]
+                               if isinstance(a, ir.Var))
         elif value.op == "iternext":
             iternexts.append((label, value.value.name))
         elif value.op == "getiter":

@@ -17,18 +17,19 @@ with, or with phis of the predecessors' states at a join (loop headers included)
 every block is imported; phis whose incoming values are all one value are removed, the others
 nobody reads go with the dead code.
 
-A list passed to an njit helper is passed as the array view of its entries
-(`constructs.py: _list_for_helper`). A copy (`ys.copy()`, `list(ys)`, `ys[a:b:c]`, `sorted(ys)`;
-`list(x)` of a 1-D array) is a new list whose buffers are copies of the heads; `ys.extend(zs)`,
-`ys += zs` and `ys + zs` write zs's entries after ys's. `sort()` gathers the entries in the order
-numba's own quicksort gives them, by their values or by `key=` (`list_orders.py`). Uses that
-need a real list are refused with a message naming them: passing the list to a helper that
-calls a list method on it or returns a list, or to any other function, returning it, methods
-on a list of tuples that compare tuples (`remove`, `index`, `count`, `sort()` without a key),
-a list of tuples passed to a helper, a variable rebound to another list, a loop over a list (or over enumerate or
-zip of it) that changes its length. `min` and `max` of a list of tuples pick an entry by Python's
-tuple order (`list_orders.lexicographic_picker`). A list of arrays keeps its entries as the
-rows of a buffer of one more dimension (`array_lists.py`)."""
+A list of numbers passed to an njit helper is passed as the array view of its entries
+(`constructs.py: helper_call`); a list of tuples or of arrays goes to the helper's column form,
+given the list's buffers and length (`list_helpers.py`). A copy (`ys.copy()`, `list(ys)`,
+`ys[a:b:c]`, `sorted(ys)`; `list(x)` of a 1-D array) is a new list whose buffers are copies of
+the heads; `ys.extend(zs)`, `ys += zs` and `ys + zs` write zs's entries after ys's. `sort()`
+gathers the entries in the order numba's own quicksort gives them, by their values or by `key=`
+(`list_orders.py`). Uses that need a real list are refused with a message naming them: passing
+the list to a helper that calls a list method on it, changes its length or returns a list, or to
+any other function, returning it, methods on a list of tuples that compare tuples (`remove`,
+`index`, `count`, `sort()` without a key), a variable rebound to another list, a loop over a
+list (or over enumerate or zip of it) that changes its length. `min` and `max` of a list of
+tuples pick an entry by Python's tuple order (`list_orders.lexicographic_picker`). A list of
+arrays keeps its entries as the rows of a buffer of one more dimension (`array_lists.py`)."""
 
 from __future__ import annotations
 
@@ -215,6 +216,10 @@ class GrowingLists(ArrayLists):
         self.pending_list_phis: list = []  # (numba phi, the GrowingList it was bound to)
         self.lists_built: list = []  # every GrowingList, in the order the import made them
         cfg = self.list_analysis.cfg
+        self._entry_label = cfg.entry_point()
+        for lst in self.given_lists:  # the list parameters of a column form
+            lst.label = self._entry_label
+            self.lists_built.append(lst)
         self._numba_preds = {label: [p for p, _ in cfg.predecessors(label)]
                              for label in self.fir.blocks}
         self._numba_doms = cfg.dominators()
@@ -224,7 +229,8 @@ class GrowingLists(ArrayLists):
         self.list_state = {}
         preds = self._numba_preds.get(label, [])
         for lst in self.lists_built:
-            if lst.label == label or lst.label not in self._numba_doms[label]:
+            if lst.label == label or lst.label not in self._numba_doms[label] \
+                    or lst in self.given_lists:
                 continue
             if len(preds) == 1 and preds[0] in self.list_end_states:
                 state = self.list_end_states[preds[0]].get(lst)
@@ -235,6 +241,7 @@ class GrowingLists(ArrayLists):
             length = self.b.phi(int64, hint="len")
             self.list_phis.append((label, lst, buffers, length))
             self.list_state[lst] = (tuple(phi.result for phi in buffers), length.result)
+        self.list_state.update(self.given_lists)  # (kept as they are: see below)
 
     def _leave_block_lists(self, label) -> None:
         self.list_end_states[label] = dict(self.list_state)

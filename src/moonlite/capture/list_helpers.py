@@ -1,0 +1,63 @@
+"""njit helpers given a list of tuples or of arrays built by append (issue #20).
+
+A list of numbers passed to an njit helper goes as the array view of its entries: numba compiles
+the helper for that array, which reads and writes like the list (`constructs.py`). A list of
+tuples has no such view (one buffer per tuple entry), and a list of arrays passed as its buffer
+of rows would be typed by numba as an array of one more dimension, not as a list. Such a call
+goes instead to a *column form* of the helper: the helper's body captured for numba's own
+typing of the call (the list parameter typed as the list it is), with each list parameter
+replaced by its buffers and its length (`Importer(list_params=True)`), so that inside the helper
+the list is the same `GrowingList` of buffers the caller keeps. The helper reads entries, walks
+the list, writes entries (`pts[i] = (a, b)`, into the caller's buffers, seen by the caller as a
+list's writes are) and passes the list on to other helpers; length changes (`append`, `pop`,
+...) would not reach the caller's length and are refused in it.
+
+The column form is moonlite IR lowered to a numba dispatcher that keeps that IR, so the caller
+calls it like any njit function and every AD mode reads its IR (as for a derived rule). One
+column form is made per helper and argument types.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+from .. import _numba as nb
+
+nbt = nb.types
+
+# Set by the capture package: the column form's IR, `capture_with_list_columns(f, argtypes)`.
+capture_columns = None
+# Set by the driver (which may import the lowering): moonlite IR -> a numba dispatcher that
+# keeps it, compiled at its first call.
+compile_ir = None
+
+_column_forms: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+@dataclass(eq=False)
+class ListArgument:
+    """A list built by append given to an njit helper: the list, and numba's type of it."""
+
+    lst: object  # GrowingList
+    numba_type: object
+
+
+def needs_column_form(args: list) -> bool:
+    """Whether a call's arguments hold a list the helper cannot see as one array."""
+    return any(isinstance(a, ListArgument) and (a.lst.holds_tuples or a.lst.holds_arrays)
+               for a in args)
+
+
+def column_form(helper, argtypes: tuple):
+    """The dispatcher running `helper` with its list parameters given as buffers and lengths
+    (`argtypes`: numba's types of the call's arguments, the lists as lists)."""
+    forms = _column_forms.setdefault(helper, {})
+    form = forms.get(argtypes)
+    if form is None:
+        form = forms[argtypes] = compile_ir(capture_columns(helper, argtypes))
+    return form
+
+
+def is_list_parameter(t) -> bool:
+    return isinstance(t, nbt.List)
