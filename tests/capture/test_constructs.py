@@ -77,13 +77,6 @@ def test_a_list_literal_appended_to_or_inserted_into():  # an array (capture/lis
 
 
 @numba.njit
-def repeats_a_list(x):
-    values = [x[0], x[1]]
-    values.append(x[2])
-    return (values * 2)[1]
-
-
-@numba.njit
 def indexes_a_literal_out_of_range(x):
     values = [x[0], x[1]]
     return values[2 - 5]
@@ -185,7 +178,6 @@ REFUSED = [
     ("jitclass_field_helper_write", passes_a_field_to_a_writing_helper,
      (_X, Neuron(1.0, np.zeros(3), 1)), "into an array held by a jitclass"),
     ("range_spread", spreads_into_range, (_X, (0, 2)), "spreading a tuple with \\* into range"),
-    ("repeated", repeats_a_list, (_X,), r"repeating a list other than `\[number\] \* n`"),
 ]
 
 

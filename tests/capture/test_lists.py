@@ -14,7 +14,14 @@ import moonlite
 from moonlite.errors import UnsupportedError
 from moonlite.testing import check_rule
 from tests.helpers import assert_refused_in_both_modes
-from tests.capture.test_constructs import _total
+
+
+@numba.njit
+def _total(values):
+    s = 0.0
+    for v in values:
+        s += v
+    return s
 
 
 @numba.njit
@@ -380,6 +387,41 @@ def test_a_repeated_list_written_by_index():
     value, _ = moonlite.value_and_grad(binned_energy)(x, 4)
     assert value == binned_energy(x, 4)
     check_rule(binned_energy, x, 4, second_order=True)
+
+
+@numba.njit
+def repeated_built_list(x):
+    values = [x[0], x[1]]
+    values.append(x[2])
+    twice = values * 2  # a list built by append, repeated
+    twice[4] += x[0]
+    return twice[1] * twice[4] + len(twice) + len(values * -1)
+
+
+@numba.njit
+def repeated_pattern(x, n):
+    weights = 3 * [x[0], 2.0 * x[1]]  # a literal of several numbers
+    stencil = [(x[2], 1), (-x[2], -1)] * n  # of tuples
+    s = 0.0
+    for k, (v, sign) in enumerate(stencil):
+        s += v * sign * weights[k % 6] * (k + 1)
+    return s
+
+
+@numba.njit
+def repeated_arrays(x):
+    rows = [x] * 3  # one array three times: a list of references, not of rows
+    return rows[0][0]
+
+
+def test_lists_repeated_other_than_one_number():
+    x = np.array([0.3, -0.5, 0.8])
+    assert moonlite.value_and_grad(repeated_built_list)(x)[0] == repeated_built_list(x)
+    check_rule(repeated_built_list, x, second_order=True)
+    check_rule(repeated_pattern, x, 3, second_order=True)
+    with pytest.raises(UnsupportedError, match="repeating a list other than of numbers or "
+                                               "tuples of numbers"):
+        moonlite.grad(repeated_arrays)(x)
 
 
 @numba.njit

@@ -44,6 +44,8 @@ from ..ir.types import (ArrayType, BoolType, IntType, SliceType, TupleType, from
 from .array_lists import ArrayLists, appendable_array
 from .iterators import IndexSource, check_unpack_length, range_length
 from .list_plans import ListAnalysis
+from .list_runtime import (check_room, count_of, grown, index_of, insert_position,
+                           last_position, list_position, position_of, repeated, reserved)
 from .list_orders import (ascending_order, descending_order, keyed_order,
                           lexicographic_picker)
 from .rewrites import array_from_tuple
@@ -51,100 +53,6 @@ from .statics import ListLiteral, RangeArgs, StaticObject
 
 nbt = nb.types
 ir = nb.ir
-
-
-def _grown_py(buffer, length):
-    if length < buffer.shape[0]:
-        return buffer
-    bigger = np.empty(2 * length + 4, buffer.dtype)
-    bigger[:length] = buffer[:length]
-    return bigger
-
-
-def _reserved_py(buffer, length, extra):
-    if length + extra <= buffer.shape[0]:
-        return buffer
-    bigger = np.empty(max(length + extra, 2 * buffer.shape[0]), buffer.dtype)  # amortised
-    bigger[:length] = buffer[:length]
-    return bigger
-
-
-def _check_room_py(buffer, length):
-    if length >= buffer.shape[0]:
-        raise RuntimeError("moonlite: a list outgrew the room reserved for it before its loop "
-                           "(a moonlite bug: please report the kernel)")
-    return None
-
-
-def _last_position_py(length):
-    if length == 0:
-        raise IndexError("pop from empty list")
-    return length - 1
-
-
-def _list_position_py(index, length):
-    if index < 0:
-        index += length
-    if index < 0 or index >= length:
-        raise IndexError("list index out of range")
-    return index
-
-
-def _insert_position_py(index, length):
-    if index < 0:
-        index = max(index + length, 0)
-    return min(index, length)
-
-
-def _first_equal_py(entries, value):
-    for k in range(entries.shape[0]):
-        if entries[k] == value:
-            return k
-    return -1
-
-
-def _position_of_py(entries, value):
-    k = first_equal(entries, value)
-    if k < 0:
-        raise ValueError("list.remove(x): x not in list")
-    return k
-
-
-def _index_of_py(entries, value):
-    k = first_equal(entries, value)
-    if k < 0:
-        raise ValueError("list.index(x): x not in list")
-    return k
-
-
-def _count_of_py(entries, value):
-    n = 0
-    for k in range(entries.shape[0]):
-        if entries[k] == value:
-            n += 1
-    return n
-
-
-# The buffer with room for one more entry (itself while there is room).
-grown = nb.njit(cache=True)(_grown_py)
-# The buffer with room for `extra` more entries, reserved before the loop that appends them.
-reserved = nb.njit(cache=True)(_reserved_py)
-# An append inside that loop only checks the room is there (it always is: see list_plans.py).
-check_room = nb.njit(cache=True)(_check_room_py)
-# Where ys.pop() reads (IndexError as a list raises it when there is nothing to pop).
-last_position = nb.njit(cache=True)(_last_position_py)
-# A list index made non-negative and checked as a list checks it (always, not only under
-# boundscheck: the buffer's spare capacity must never be read).
-list_position = nb.njit(cache=True)(_list_position_py)
-# Where ys.insert(i, v) puts v: i counted from the end if negative, clamped to the list.
-insert_position = nb.njit(cache=True)(_insert_position_py)
-# The position of the first entry equal to a value, -1 if there is none.
-first_equal = nb.njit(cache=True)(_first_equal_py)
-# Where ys.remove(v) removes: the first entry equal to v (ValueError if there is none).
-position_of = nb.njit(cache=True)(_position_of_py)
-# ys.index(v) and ys.count(v) of a list of numbers: ints, which carry no derivative.
-index_of = nb.njit(cache=True)(_index_of_py)
-count_of = nb.njit(cache=True)(_count_of_py)
 
 _POSITIONS = ArrayType(int64, 1, "C")  # where entries go (an order)
 
@@ -354,22 +262,43 @@ class GrowingLists(ArrayLists):
         lst.reserved = True
 
     def repeated_list(self, expr, target) -> GrowingList:
-        """`[v] * n` (or `n * [v]`): a list of n copies of v (none for n <= 0), as a buffer
-        `np.full(n, v)` with its length."""
+        """`ys * n` (or `n * ys`) of a list literal or a list built by append, of numbers or
+        tuples of numbers: a new list holding ys's entries n times over (none for n <= 0),
+        each buffer `repeated` (`[v] * n`: `np.full(n, v)`). A list of arrays repeated would
+        hold one array n times, which moonlite's rows (copies) cannot be."""
         lhs, rhs = self.lookup(expr.lhs), self.lookup(expr.rhs)
-        literal, count = (lhs, expr.rhs) if isinstance(lhs, ListLiteral) else (rhs, expr.lhs)
+        source, count = (lhs, expr.rhs) if isinstance(lhs, (ListLiteral, GrowingList)) \
+            else (rhs, expr.lhs)
         element = self.typemap[target.name].dtype
-        if not isinstance(literal, ListLiteral) or len(literal.items) != 1 \
-                or not _is_number(element):
-            self.unsupported("repeating a list other than `[number] * n`",
+        if not isinstance(source, (ListLiteral, GrowingList)) or not _appendable(element):
+            self.unsupported("repeating a list other than of numbers or tuples of numbers",
                              "fill a numpy array (np.full, np.tile)")
         lst = self._new_list(element)
         n = self.b.call(max, [self._coerce(self.value(count), int64), self.b.const(0, int64)],
                         None, int64)
-        value = self._coerce(literal.items[0], lst.element)
-        buffer = self.b.call(np.full, [n, value], None, lst.buffer_types[0])
-        self.list_state[lst] = ((buffer,), n)
+        if isinstance(source, ListLiteral) and len(source.items) == 1 and _is_number(element):
+            value = self._coerce(source.items[0], lst.element)
+            self.list_state[lst] = ((self.b.call(np.full, [n, value], None,
+                                                 lst.buffer_types[0]),), n)
+            return lst
+        heads, length = self._repeated_heads(lst, source)
+        buffers = tuple(self.b.call(repeated, [head, n], None, head.type) for head in heads)
+        self.list_state[lst] = (buffers, self.b.mul(length, n))
         return lst
+
+    def _repeated_heads(self, lst: GrowingList, source) -> tuple:
+        """The entries a repetition repeats, one array per buffer, and their count."""
+        if isinstance(source, GrowingList):
+            buffers, length = self._state(source)
+            return tuple(self._head(buffer, length) for buffer in buffers), length
+        items = [item for item in source.items]
+        count = self.b.const(len(items), int64)
+        heads = tuple(self.b.call(np.empty, [count, self.dtype_ref(c.to_numba())], None, t)
+                      for c, t in zip(lst.columns, lst.buffer_types))
+        for k, item in enumerate(items):
+            for head, entry in zip(heads, self._entry_columns(lst, item)):
+                self.b.setitem(head, self.b.const(k, int64), entry)
+        return heads, count
 
     def _new_list(self, element, plan=None) -> GrowingList:
         named = element if isinstance(element, nbt.BaseNamedTuple) else None
