@@ -21,6 +21,7 @@ import pytest
 
 import moonlite
 from moonlite.errors import ArgumentError
+from moonlite.testing import check_rule
 
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                    "src")
@@ -134,6 +135,26 @@ def test_arrays_that_are_only_read_may_alias():
     np.testing.assert_array_equal(gy, x)
     _, tangent = moonlite.jvp(reads_both, (x, x), (x, x))  # a tangent may be the primal itself
     assert tangent == pytest.approx(2 * np.dot(x, x))
+
+
+@numba.njit
+def adds_an_int_array(x, k, idx, s):
+    y = x.copy()
+    y += k  # an int array argument, which has no tangent, beside an in-place update
+    y[idx] += s
+    return np.sum(y ** 2)
+
+
+def test_in_place_updates_by_int_array_arguments_in_forward_mode():
+    """The overlap guard before `y += k` counted k as written, so the alias check was asked of
+    k's tangent, None, and forward mode crashed (numba could not type may_share_memory of
+    none): found by trying kernels we did not write."""
+    x, k, idx = np.array([0.5, -0.3, 1.2, 0.9]), np.array([1, 2, 3, 4]), np.array([3, 1])
+    _, dout = moonlite.jvp(adds_an_int_array, (x, k, idx, 0.3), (np.ones(4), None, None, 1.0))
+    y = x + k
+    y[idx] += 0.3
+    assert dout == pytest.approx(2 * np.sum(y) + 2 * np.sum(y[idx]))
+    check_rule(adds_an_int_array, x, k, idx, 0.3, second_order=True)
 
 
 def test_vjp_pullback_never_writes_the_callers_arrays():

@@ -3,7 +3,8 @@ floats from what is in scope (a comprehension over an array or a range, filtered
 appends in a for loop and under a branch, appends in a while loop that reads the list back) and
 reduces it to a float (`sum`, `np.array(...)`, `max`, `len`, an index, a for loop over it); some
 go on to append tuples made from its entries to a list of pairs, read back, some to sort or
-reverse the list in place and read it again, and some to append arrays to a list of arrays.
+reverse the list in place and read it again, some to append arrays to a list of arrays, and some
+to give a list of tuples or of arrays to an njit helper (defined before the kernel).
 
 The block draws from its own random stream (`rng`) and reads names only, never drawing from the
 kernel's stream: a seed's kernel without the "lists" group is the same text as before the group
@@ -19,6 +20,7 @@ LIST_FEATURES = frozenset({
     "list_append_branch", "list_while", "list_sum", "list_np_array", "list_max", "list_len",
     "list_index", "list_iterated", "list_of_pairs", "list_of_pairs_asarray", "list_sorted",
     "list_edited", "list_of_pairs_picked", "list_copied", "list_of_arrays",
+    "list_given_to_helper",
 })
 PAIRS_CHANCE = 0.4  # a block of the lists group that goes on to build a list of tuples
 SORT_CHANCE = 0.3  # ... that goes on to sort or reverse the list in place and read it again
@@ -26,12 +28,15 @@ EDIT_CHANCE = 0.3  # ... that goes on to insert into the list, pop(i) or remove 
 PICK_CHANCE = 0.3  # a list of pairs also picked from by min() or max()
 COPY_CHANCE = 0.3  # a block that goes on to build a new list from the list, grow and read it
 ARRAYS_CHANCE = 0.3  # ... that goes on to append arrays to a list of arrays and walk it
+HELPER_CHANCE = 0.3  # ... that goes on to give a list of tuples or of arrays to an njit helper
 
 _MAPS = ("np.sin({v}) * {f}", "{v} * {v} + {f}", "np.tanh({v} + {f})", "{v} * {f} - 0.5")
 
 
-def list_block(rng, scope, fresh, emit, features: set, indent: int = 1) -> str:
-    """Emit the block; return the name of the float it leaves."""
+def list_block(rng, scope, fresh, emit, features: set, prelude: list = None,
+               indent: int = 1) -> str:
+    """Emit the block (helpers it calls into `prelude`); return the name of the float it
+    leaves."""
     f = rng.choice(scope.floats) if scope.floats else "1.0"
     name = fresh("lst")
     _build(rng, scope, f, name, emit, features, indent)
@@ -49,7 +54,38 @@ def list_block(rng, scope, fresh, emit, features: set, indent: int = 1) -> str:
         _copied(rng, name, out, emit, features, indent)
     if rng.random() < ARRAYS_CHANCE and scope.arrays:  # drawn after the copies, likewise
         _arrays(rng, scope, f, name, out, emit, features, indent)
+    if rng.random() < HELPER_CHANCE and prelude is not None and form != "array":  # likewise
+        _given_to_helper(rng, scope, f, name, out, emit, features, prelude, indent)
     return out
+
+
+def _given_to_helper(rng, scope, f, name, out, emit, features, prelude, indent) -> None:
+    """A list of tuples made from the list, or a list of arrays made from an array in scope,
+    given to an njit helper (defined in `prelude`) that walks it, by index or by a for loop,
+    and may first write its entries (`pts[k] = (...)`, seen by the kernel after the call)."""
+    features.add("list_given_to_helper")
+    given, walk = f"{name}_given", f"{name}_walk"
+    arrays = bool(scope.arrays) and rng.random() < 0.4
+    if arrays:
+        a = rng.choice(scope.arrays)
+        emit(indent, f"{given} = [{a} * 0.5, np.sin({a})]")
+        emit(indent, f"{given}.append({a} * np.tanh({f}))")
+        body = ["    s = 0.0", "    for row in rows:", "        s += np.sum(np.tanh(row)) * np.tanh(w)",
+                "    return s + rows[-1][0]"]
+        prelude += ["@numba.njit", f"def {walk}(rows, w):"] + body + ["", ""]
+        emit(indent, f"{out} += {walk}({given}, {f})")
+        return
+    emit(indent, f"{given} = [(v, k) for k, v in enumerate({name})]")
+    body = ["    s = 0.0"]
+    if rng.random() < 0.5:  # the helper writes the entries first
+        body += ["    for k in range(len(pts)):", "        v, i = pts[k]",
+                 "        pts[k] = (v * np.tanh(w) + 0.5, i)"]
+    body += (["    for v, i in pts:", "        s += np.cos(v) * (i + 1)"] if rng.random() < 0.5
+             else ["    for k in range(len(pts)):", "        s += pts[k][0] * pts[-1 - k][0]"])
+    prelude += ["@numba.njit", f"def {walk}(pts, w):"] + body + ["    return s", "", ""]
+    emit(indent, f"{out} += {walk}({given}, {f})")
+    emit(indent, f"if len({given}) > 0:")
+    emit(indent + 1, f"{out} += {given}[0][0]")
 
 
 def _arrays(rng, scope, f, name, out, emit, features, indent) -> None:

@@ -1464,7 +1464,8 @@ class _WideGen(_Gen):
             made = slice_block(self.slices_rng, s, self.fresh, self.emit, self.features)
             self.emit(1, f"{acc} += {made}")
         if "lists" in self.groups:
-            made = list_block(self.lists_rng, s, self.fresh, self.emit, self.features)
+            made = list_block(self.lists_rng, s, self.fresh, self.emit, self.features,
+                                  self.prelude)
             self.emit(1, f"{acc} += {made}")
         if "fields" in self.groups:
             made = field_block(self.fields_rng, s, self.fresh, self.emit, self.features,

@@ -47,7 +47,7 @@ def emit_guards(b, values: list, written: frozenset, function_name: str,
     written ones. Returns the values to pass on (copies in place of the written arrays)."""
     names = [getattr(v, "name", f"argument {i}") for i, v in enumerate(values)]
     arrays = [i for i, v in enumerate(values) if isinstance(v.type, ArrayType)]
-    for i in sorted(written):
+    for i in sorted(written & frozenset(arrays)):  # (an int array's tangent is None)
         for j in arrays:
             if j == i:
                 continue
@@ -58,7 +58,7 @@ def emit_guards(b, values: list, written: frozenset, function_name: str,
             b.raise_(ArgumentError, [b.const(aliasing_message(function_name, names[i],
                                                                names[j]))])
             b.position_at_end(go_on)
-    return [b.call(np.copy, [v], type=v.type) if copy and i in written else v
+    return [b.call(np.copy, [v], type=v.type) if copy and i in written and i in arrays else v
             for i, v in enumerate(values)]
 
 

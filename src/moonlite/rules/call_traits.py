@@ -29,9 +29,14 @@ _READING_BUILTINS = (len, min, max, abs, sum)
 
 
 def traits_of_call(op) -> Trait:
-    registered = lookup_field(primitive(op), "traits") or Trait.NONE
+    declared = lookup_field(primitive(op), "traits")
+    registered = declared or Trait.NONE
     if isinstance(op, ops.MethodCall):
         return _method_traits(op) | registered
+    if declared is not None and declared == Trait.NONE and nb.is_njit_dispatcher(op.callee):
+        # an njit function registered as doing nothing but read its arguments (the overlap
+        # guard of rules/overlap.py): not a write of the arrays it checks
+        return Trait.NONE
     if registered & Trait.VIEW and nb.is_njit_dispatcher(op.callee):
         # an njit function registered as making a view (a record's field view): it writes
         # nothing itself, and writes through the view are the view's users'
