@@ -185,3 +185,23 @@ def test_kernel_calling_a_moonlite_compiled_function_differentiates_its_kept_ir(
 
     out, dout = moonlite.jvp(outer, (2.0,), (1.0,))
     assert (out, dout) == (9.0, 12.0)
+
+
+@numba.njit
+def scaled_sines(x, a=2.0, shift=0.0):
+    return np.sum(np.sin(a * x + shift))
+
+
+def test_defaulted_parameters_may_be_left_out():
+    """`f(x)` is a valid call of a kernel with defaults; grad, value_and_grad and hessian
+    took only full calls (found by trying kernels we did not write)."""
+    x = np.array([0.3, -0.7, 1.1])
+    expected = 2.0 * np.cos(2.0 * x)
+    np.testing.assert_allclose(moonlite.grad(scaled_sines)(x), expected)
+    np.testing.assert_allclose(moonlite.grad(scaled_sines)(x, shift=0.0), expected)
+    value, g = moonlite.value_and_grad(scaled_sines)(x, 2.0)
+    assert value == scaled_sines(x) and np.allclose(g, expected)
+    assert moonlite.grad(scaled_sines, argnums=1)(x) == pytest.approx(np.sum(x * np.cos(2 * x)))
+    np.testing.assert_allclose(moonlite.hessian(scaled_sines)(x), np.diag(-4.0 * np.sin(2 * x)))
+    with pytest.raises(moonlite.ArgumentError, match="scaled_sines"):
+        moonlite.grad(scaled_sines)()

@@ -20,6 +20,8 @@ Two things kept first calls slow, and are avoided here:
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from . import _numba as nb
@@ -46,6 +48,8 @@ def api_dispatcher(f, api: str, argnames: list, derive, options: tuple, recipe: 
     disp = DerivedDispatcher(f"{api}_{f.py_func.__name__}", argnames, derive,
                              bool(f.targetoptions.get("boundscheck")), retry, NAN_NOTES)
     disp.recipe = recipe
+    if list(inspect.signature(f.py_func).parameters) == list(argnames):
+        disp.takes_parameters_of = f.py_func  # its defaults may be left out
     attach_disk_cache(disp, f, (api, *options))
     if retry is not None:
         disp.njit_variant = _variant_maker(f, api, argnames, disp, retry, options)

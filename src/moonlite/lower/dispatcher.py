@@ -200,12 +200,18 @@ class DerivedDispatcher(_QuietCompile, nb.CPUDispatcher):
             try:
                 return _dispatcher_call(self, *args, **kws)
             except TypeError:
+                filled = self._with_defaults(args, kws)
+                if filled is not None:
+                    return self(*filled)
                 self._check_call(args, kws)
                 raise
         before = notes.count
         try:
             out = _dispatcher_call(self, *args, **kws)
         except TypeError:
+            filled = self._with_defaults(args, kws)
+            if filled is not None:
+                return self(*filled)
             self._check_call(args, kws)
             raise
         if notes.count != before:
@@ -244,6 +250,23 @@ class DerivedDispatcher(_QuietCompile, nb.CPUDispatcher):
     def call_without_retry(self, *args, **kws):
         """The compiled call alone (what a call from njit code gets): for tests."""
         return _dispatcher_call(self, *args, **kws)
+
+    # The Python function whose parameters (with their defaults) this one takes, set by the
+    # API (`grad(f)` takes f's): a call leaving defaulted ones out is made again with them
+    # (the stub numba compiles has no defaults). Calls from njit code pass every argument.
+    takes_parameters_of = None
+
+    def _with_defaults(self, args: tuple, kws: dict):
+        """`args` and `kws` as one positional tuple with the omitted defaults filled in, or
+        None when nothing was omitted or they do not bind."""
+        if self.takes_parameters_of is None:
+            return None
+        try:
+            bound = inspect.signature(self.takes_parameters_of).bind(*args, **kws)
+        except TypeError:
+            return None
+        bound.apply_defaults()
+        return bound.args if len(bound.args) > len(args) + len(kws) else None
 
     def _check_call(self, args: tuple, kws: dict) -> None:
         """numba's dispatcher says 'not enough arguments: expected 2, got 1' without naming the
