@@ -12,6 +12,7 @@ import pytest
 
 import moonlite
 from moonlite.ir import ops
+from moonlite.testing import check_rule
 
 
 def _callees(fn) -> set:
@@ -102,9 +103,37 @@ def test_reductions_of_a_number_are_the_number():
     assert moonlite.lower(fn)(1.5) == reductions_of_a_number(1.5)
 
 
+@numba.njit
+def pairwise_gaussians(x, y):
+    d = x[:, None] - y[None, :]  # the usual broadcasting idiom
+    return np.sum(np.exp(-d * d))
+
+
+@numba.njit
+def newaxis_of_strided_views(X, w):
+    z = X[::2, None, 0] * w[np.newaxis, 1::2]  # views that are not C-contiguous
+    diff = X[:, None, :] - X[None, :, :]
+    outer = X[..., None] * X[:, None, :]  # an Ellipsis beside the None
+    return np.sum(z ** 2) + np.sum(np.exp(-np.sum(diff ** 2, axis=-1))) + np.sum(outer ** 2)
+
+
+def test_newaxis_indexing_becomes_reshape_or_expand_dims():
+    """`a[:, None]` (found refused on kernels we did not write): the array indexed without the
+    Nones, given its new axes by np.reshape (a C-contiguous view) or np.expand_dims."""
+    x, y = np.array([0.3, -0.5, 0.8, 0.1]), np.array([0.2, 0.9, -0.4])
+    fn = moonlite.capture(pairwise_gaussians, x, y)
+    assert np.reshape in _callees(fn) and np.expand_dims not in _callees(fn)
+    assert moonlite.lower(fn)(x, y) == pairwise_gaussians(x, y)
+    check_rule(pairwise_gaussians, x, y, second_order=True)
+    X, w = np.random.default_rng(2).random((5, 3)), np.array([0.3, -0.5, 0.8, 0.1])
+    assert np.expand_dims in _callees(moonlite.capture(newaxis_of_strided_views, X, w))
+    check_rule(newaxis_of_strided_views, X, w, second_order=True)
+
+
 @pytest.mark.parametrize("f, args", [(keyword_skipping_a_default, (1.5,)),
                                      (matrix_from_floats, (0.3, -2.0)),
                                      (sums, (0.25, -1.5, np.array([1.0, 2.0, 3.5]))),
-                                     (reductions_of_a_number, (1.5,))])
+                                     (reductions_of_a_number, (1.5,)),
+                                     (pairwise_gaussians, (np.ones(2), np.ones(3)))])
 def test_rewritten_ir_verifies(f, args):
     moonlite.verify(moonlite.capture(f, *args))

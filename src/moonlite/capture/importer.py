@@ -482,6 +482,9 @@ class Importer(Parameters, ConstructReads, GrowingLists, LoopReads, RecordFields
             k = ops.constant_value(index)
             if isinstance(k, int):
                 return self.b.tuple_getitem(value, k)
+        added = rewrites.newaxis_getitem(self.b, value, index, self.type_of(target))
+        if added is not None:
+            return added
         return self.b.getitem(value, index, self.type_of(target))
 
     def ex_build_tuple(self, expr, target):

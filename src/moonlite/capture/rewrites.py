@@ -1,4 +1,4 @@
-"""Calls rewritten at capture into forms every AD mode already handles.
+"""Calls (and indexing with `None`) rewritten at capture into forms every AD mode already handles.
 
 Each rewrite replaces a call by plain IR with the same value, so forward mode, reverse mode and
 forward over reverse need no handler of their own for it (and cannot disagree about it):
@@ -13,6 +13,7 @@ forward over reverse need no handler of their own for it (and cannot disagree ab
 | `sum(v)` of a 1-d float array | `np.sum(v)` |
 | `np.sum(x)`, `np.prod(x)`, `np.mean(x)`, ... of a scalar | `x` |
 | `a.fill(v)` | `a[:, ..., :] = v` |
+| `a[:, None]`, `a[None, 1:]`, `X[:, np.newaxis, :]` (indexing with newaxis) | `np.reshape(a[:], (n, 1))` of a C-contiguous view, else `np.expand_dims` per new axis |
 
 A rewrite that does not apply returns None and the call is kept as it is.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 import builtins
 import inspect
 import itertools
+import operator
 from typing import Optional
 
 import numpy as np
@@ -29,7 +31,7 @@ import numpy as np
 from .. import _numba as nb
 from ..ir.builder import Builder
 from ..ir.core import Value
-from ..ir.types import ArrayType, FloatType, TupleType, int64, none
+from ..ir.types import ArrayType, FloatType, IntType, SliceType, TupleType, int64, none
 from ..ir.typing import TypingFailure, call_result_type
 
 nbt = nb.types
@@ -212,3 +214,60 @@ def _numpy_function(fn) -> bool:
 
 def _in(fn, functions: tuple) -> bool:
     return any(fn is f for f in functions)
+
+
+# --- indexing with np.newaxis ----------------------------------------------------------------
+
+def newaxis_getitem(b: Builder, array: Value, index: Value, result_type) -> Optional[Value]:
+    """`a[:, None]`, `a[None]`, `a[1:, np.newaxis]`: the array indexed without the `None`s,
+    then given its new axes of length one (`np.reshape` of a C-contiguous view, else
+    `np.expand_dims` once per axis), which every mode differentiates. None if the index holds
+    no `None`, or holds anything but integers and slices beside one (an index array, an
+    Ellipsis: kept as it is, and refused by name)."""
+    if not isinstance(array.type, ArrayType):
+        return None
+    entries = ([b.tuple_getitem(index, k) for k in range(len(index.type.elements))]
+               if isinstance(index.type, TupleType) else [index])
+    entries = _ellipsis_spelled_out(b, entries, array.type.ndim)
+    if not any(e.type == none for e in entries) \
+            or not all(isinstance(e.type, (IntType, SliceType)) or e.type == none
+                       for e in entries):
+        return None
+    kept = [e for e in entries if e.type != none]
+    inner = array
+    if kept:
+        inner_index = kept[0] if len(kept) == 1 else b.build_tuple(kept)
+        inner = b.getitem(array, inner_index,
+                          call_result_type(operator.getitem, [array.type, inner_index.type]))
+    axes, position = [], 0  # where each new axis lands in the result
+    for e in entries:
+        if e.type == none:
+            axes.append(position)
+        if not isinstance(e.type, IntType):
+            position += 1
+    if inner.type.layout == "C":
+        shape = b.getattr(inner, "shape", TupleType((int64,) * inner.type.ndim))
+        sizes = [b.tuple_getitem(shape, k) for k in range(inner.type.ndim)]
+        for axis in axes:
+            sizes.insert(axis, b.const(1, int64))
+        return b.call(np.reshape, [inner, b.build_tuple(sizes)], None, result_type)
+    out = inner
+    for axis in axes:  # (in increasing order: each axis counts the ones inserted before it)
+        out = b.call(np.expand_dims, [out, b.const(axis, int64)], None,
+                     call_result_type(np.expand_dims, [out.type, int64]))
+    return out
+
+
+def _ellipsis_spelled_out(b: Builder, entries: list, ndim: int) -> list:
+    """The entries of an index with its one `...` replaced by the full slices it stands for."""
+    where = [k for k, e in enumerate(entries) if _is_ellipsis(e.type)]
+    if len(where) != 1:
+        return entries
+    spanned = ndim - sum(1 for e in entries if isinstance(e.type, (IntType, SliceType)))
+    none_ = b.const(None, none)
+    full = [b.build_slice(none_, none_, none_) for _ in range(max(spanned, 0))]
+    return entries[:where[0]] + full + entries[where[0] + 1:]
+
+
+def _is_ellipsis(t) -> bool:
+    return isinstance(getattr(t, "numba_type", None), nbt.EllipsisType)
