@@ -137,3 +137,15 @@ def test_newaxis_indexing_becomes_reshape_or_expand_dims():
                                      (pairwise_gaussians, (np.ones(2), np.ones(3)))])
 def test_rewritten_ir_verifies(f, args):
     moonlite.verify(moonlite.capture(f, *args))
+
+
+@numba.njit
+def spread_by_methods(x):
+    return x.var() * x.std() + (x * 2.0).std()
+
+
+def test_var_and_std_methods_become_the_numpy_functions():
+    x = np.array([0.3, -0.2, 0.9, 1.4])
+    fn = moonlite.capture(spread_by_methods, x)
+    assert {np.var, np.std} <= _callees(fn)
+    check_rule(spread_by_methods, x, second_order=True)

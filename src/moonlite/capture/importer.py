@@ -560,6 +560,10 @@ class Importer(Parameters, ConstructReads, GrowingLists, LoopReads, RecordFields
         kws = {name: self.value(v) for name, v in expr.kws}
         if rewrites.rewrite_method(self.b, method.name, method.receiver, args, kws):
             return self.b.const(None, none)
+        as_call = rewrites.method_as_call(self.b, method.name, method.receiver, args, kws,
+                                          self.type_of(target))
+        if as_call is not None:
+            return as_call
         return self.b.method_call(method.name, method.receiver, args, kws, self.type_of(target))
 
     def _cast_call(self, expr, target):

@@ -13,6 +13,7 @@ forward over reverse need no handler of their own for it (and cannot disagree ab
 | `sum(v)` of a 1-d float array | `np.sum(v)` |
 | `np.sum(x)`, `np.prod(x)`, `np.mean(x)`, ... of a scalar | `x` |
 | `a.fill(v)` | `a[:, ..., :] = v` |
+| `a.var()`, `a.std()` | `np.var(a)`, `np.std(a)` |
 | `a[:, None]`, `a[None, 1:]`, `X[:, np.newaxis, :]` (indexing with newaxis) | `np.reshape(a[:], (n, 1))` of a C-contiguous view, else `np.expand_dims` per new axis |
 
 A rewrite that does not apply returns None and the call is kept as it is.
@@ -122,6 +123,19 @@ def rewrite_method(b: Builder, name: str, receiver: Value, args: list, kws: dict
         b.setitem(receiver, _whole_array_index(b, t.ndim), b.cast(args[0], t.dtype))
         return True
     return False
+
+
+# methods numba implements as the numpy function of the receiver, whose rules are the function's
+_METHODS_AS_FUNCTIONS = {"var": np.var, "std": np.std}
+
+
+def method_as_call(b: Builder, name: str, receiver: Value, args: list, kws: dict,
+                   result_type) -> Optional[Value]:
+    """`a.var()`, `a.std()` as `np.var(a)`, `np.std(a)`; None for other methods."""
+    fn = _METHODS_AS_FUNCTIONS.get(name)
+    if fn is None or args or kws or not isinstance(receiver.type, ArrayType):
+        return None
+    return b.call(fn, [receiver], None, result_type)
 
 
 def array_from_tuple(b: Builder, tup: Value, result_type) -> Optional[Value]:

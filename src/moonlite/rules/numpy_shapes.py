@@ -13,7 +13,7 @@ import numpy as np
 
 from ..ir import ops
 from ..ir.traits import ALLOCATES, AXES_VIEW, VIEW
-from ..ir.types import ArrayType, int64, none
+from ..ir.types import ArrayType, from_numba, int64, none
 from .define import (Attribute, Method, RuleNotApplicable, defzero, linear_attribute, linear_call,
                linear_method, no_adjoint, positional_only)
 from .operands import (describe, keyword_values, positional, reads_first, reads_nothing,
@@ -51,6 +51,48 @@ for _name, _adjoint, _reads in [("copy", _copy_adjoint, reads_nothing),
                                 ("ravel", _reshape_adjoint, reads_first)]:
     register(Method(_name), jvp=linear_method(_name), adjoint=_adjoint, reads=_reads,
              keywords=())
+
+
+
+# --- a.astype(dtype): a copy converted entry by entry ------------------------------------------
+
+def _astype_target(dtype: "ops.Value"):
+    """The numba dtype `a.astype(dtype)` converts to, for `dtype` a number class
+    (`np.float64`); RuleNotApplicable for anything else (a string, a np.dtype object)."""
+    cls = getattr(dtype.type, "numba_type", None)
+    if not isinstance(cls, nb.types.NumberClass):
+        raise RuleNotApplicable("astype() is differentiated with a number class as its dtype "
+                                "(np.float64, np.float32)")
+    return cls.instance_type
+
+
+def _astype_tangent(b, primals, tangents, kwargs):
+    """Linear where both dtypes are floats; a float result of ints or bools, or an int result,
+    has tangent zero."""
+    positional_only(kwargs, primals, 2)
+    a, dtype = primals
+    target = _astype_target(dtype)
+    if tangents[0] is None or not isinstance(target, nb.types.Float) \
+            or not a.type.dtype.is_float:
+        return None
+    return b.method_call("astype", tangents[0], [dtype])
+
+
+def _astype_adjoint(rv, op) -> None:
+    a, dtype = positional(op)
+    target = _astype_target(dtype)
+    g = rv.shadow(op.result)
+    if g is None or not a.type.dtype.is_float or not isinstance(target, nb.types.Float):
+        return
+    if a.type.dtype != g.type.dtype:  # converted back to the operand's width
+        source = a.type.dtype.to_numba()
+        g = rv.b.method_call("astype", g, [rv.b.global_ref(
+            np.dtype(str(source)).type, from_numba(nb.types.NumberClass(source)))])
+    rv.send(a, g)
+
+
+register(Method("astype"), jvp=_astype_tangent, adjoint=_astype_adjoint, reads=reads_nothing,
+         keywords=())
 
 
 # --- views: their shadows are the same views of their sources' shadows --------------------------
@@ -313,6 +355,8 @@ register(np.sort, jvp=_sort_rule, adjoint=_sort_adjoint, reads=reads_first, keyw
 # --- test cases (checked in every mode against finite differences) ---------------------------
 
 CASES = [
+    _E("astype", lambda x: x.astype(np.float64) * x.T.astype(np.float64).T, _MAT),
+    _E("astype_of_ints", lambda x: np.arange(5).astype(np.float64) * x, _VEC),
     _E("sort", lambda x: np.sort(x) * np.arange(1.0, 6.0), _VEC),
     _E("sort_of_a_row", lambda x: np.sort(x[1] * x[1]) ** 2, _MAT),
     _E("sort_of_a_matrix", lambda x: np.sort(x * x[::-1]) * np.arange(1.0, 5.0), _MAT),
