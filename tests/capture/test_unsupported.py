@@ -45,10 +45,17 @@ def prints(x):
 
 @njit
 def list_repeated(x):
-    values = [x, 2.0 * x]
-    values.append(3.0 * x)
-    other = values * 2  # lists support their methods, copies, slices, + and reads
-    return other[1]
+    rows = [x * 1.0] * 2  # one array twice: a list of references, which rows cannot be
+    return rows[1][0]
+
+
+@njit
+def optional_best(x):
+    best = None
+    for v in x:
+        if best is None or v > best:
+            best = v
+    return best
 
 
 @njit
@@ -70,7 +77,9 @@ UNSUPPORTED = [
     (generator, (3,), "generators", "return an array"),
     (try_except, (1.0,), "try/except", "move the try/except"),
     (prints, (1.0,), "print()", "remove the print"),
-    (list_repeated, (1.0,), "repeating a list other than `[number] * n`", "np.tile"),
+    (list_repeated, (np.ones(2),), "repeating a list other than of numbers or tuples",
+     "np.tile"),
+    (optional_best, (np.ones(2),), "`is None` / `is not None` tests", "a sentinel"),
     (dict_literal, (1.0,), "dict literals", "arrays or tuples"),
     (objmode_block, (1.0,), "objmode block", "move the object-mode code"),
 ]
@@ -92,10 +101,10 @@ def test_unsupported_construct_is_named(fn, args, construct, hint):
 
 def test_error_shows_argument_types_and_source_text():
     with pytest.raises(UnsupportedError) as info:
-        moonlite.capture(list_repeated, 1.0)
+        moonlite.capture(optional_best, np.ones(2))
     message = str(info.value)
-    assert "list_repeated(float64)" in message
-    assert "other = values * 2" in message  # the offending source line itself
+    assert "optional_best(array(float64, 1d, C))" in message
+    assert "if best is None or v > best:" in message  # the offending source line itself
 
 
 @njit

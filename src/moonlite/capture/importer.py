@@ -363,6 +363,11 @@ class Importer(Parameters, ConstructReads, GrowingLists, LoopReads, RecordFields
             return self.b.build_tuple([self.b.tuple_getitem(t, k) for t in (lhs, rhs)
                                        for k in range(len(t.type))])
         cls = ops.BINARY_OP_BY_PYFUNC.get(expr.fn)
+        if expr.fn in (operator.is_, operator.is_not):
+            self.unsupported("`is None` / `is not None` tests (numba's optional values, a "
+                             "variable that holds None on some paths)", "keep a flag beside "
+                             "the value (found = False), or start from a sentinel "
+                             "(best = np.inf)")
         if cls is None:
             self.unsupported(f"the operator {expr.fn}", "rewrite it with supported arithmetic")
         lhs, rhs = self._coerced_operands(expr, [expr.lhs, expr.rhs])

@@ -28,7 +28,8 @@ def short_name(obj) -> str:
     if mod in ("builtins", "") or mod.startswith("numba") and hasattr(obj, "py_func"):
         return name
     if mod.startswith("numpy"):
-        return f"np.{name}"
+        sub = mod.split(".")[1] if "." in mod else ""
+        return f"np.{sub}.{name}" if sub in ("linalg", "fft", "random") else f"np.{name}"
     return f"{mod}.{name}"
 
 

@@ -36,6 +36,12 @@ class ElementwiseAdjoints:
         if result is None or not _has_adjoint(result.type):
             return  # an int, bool or none result: its derivative is zero (`refusals.py` vetted it)
         if not (_is_float(result.type) or _is_float_array(result.type)):
+            if isinstance(op, (ops.Call, ops.MethodCall)):  # np.linalg.qr, np.linalg.svd
+                raise self.unsupported(op, f"differentiating {_describe(op)}, which returns "
+                                       f"{result.type}, in reverse mode: no reverse rule is "
+                                       "registered", "write a custom rule (moonlite.custom_vjp), "
+                                       "or mark the function non-differentiable "
+                                       "(moonlite.nondifferentiable)")
             raise self.unsupported(op, f"the operation {op.mnemonic()!r} producing "
                                    f"{result.type} in reverse mode", "report this construct")
         operands = _positional(op)
