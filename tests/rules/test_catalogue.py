@@ -81,7 +81,7 @@ REFUSED_SAMPLE = [
     ("rot90", lambda x: np.sum(np.rot90(np.outer(x, x)) * x)),
     ("ediff1d", lambda x: np.sum(np.ediff1d(x) ** 2)),
     ("nancumprod", lambda x: np.sum(np.nancumprod(x))),
-    ("linspace", lambda x: np.sum(np.linspace(0.0, x[0], 4))),
+    ("kron", lambda x: np.sum(np.kron(x, x))),
     ("nanmedian", lambda x: np.nanmedian(x)),
     ("nancumsum", lambda x: np.sum(np.nancumsum(x) * x)),
     ("nanvar", lambda x: np.nanvar(x)),

@@ -50,6 +50,7 @@ from . import numpy_interp  # noqa: F401  (np.interp)
 from . import numpy_percentiles  # noqa: F401  (np.percentile, np.quantile)
 from . import numpy_flips  # noqa: F401  (np.flip, np.fliplr, np.flipud, np.roll, np.cumprod)
 from . import numpy_nan_reductions  # noqa: F401  (np.ptp, np.nansum, np.nanmean, np.nanmax, ...)
+from . import numpy_vectors  # noqa: F401  (np.cross, np.vdot, np.linspace, np.asarray)
 from . import linalg  # noqa: F401  (np.linalg, as custom rules)
 from . import reductions  # noqa: F401  (np.var, np.std, as custom rules)
 from . import call_traits  # noqa: F401  (answers op.traits() for calls)
@@ -59,5 +60,6 @@ def numpy_rule_cases() -> list:
     """Every numpy rule file's test cases (np.linalg's and np.var/np.std's included)."""
     return (numpy_rules.NUMPY_RULE_CASES + numpy_reductions.CASES + numpy_shapes.CASES
             + numpy_products.CASES + numpy_interp.CASES + numpy_percentiles.CASES
-            + numpy_flips.CASES + numpy_nan_reductions.CASES + linalg.LINALG_RULE_CASES
+            + numpy_flips.CASES + numpy_nan_reductions.CASES + numpy_vectors.CASES
+            + linalg.LINALG_RULE_CASES
             + reductions.REDUCTION_RULE_CASES)

@@ -80,6 +80,9 @@ class AdjointStore:
 
     def shadow(self, old: Value) -> Optional[Value]:
         """In the pullback: the shadow array of the float array `old` (None for constants)."""
+        if _is_float(old.type):  # a rule asking this of a number would send nothing back
+            raise AssertionError(f"moonlite bug: the shadow of the number {old} was asked; "
+                                 "numbers have adjoints (result_adjoint)")
         while old in self.shadow_alias:
             old = self.shadow_alias[old]
         if ShadowOf(old) not in self.kept:
