@@ -2,6 +2,8 @@
 
 import math
 
+import warnings
+
 import numba
 import numpy as np
 import pytest
@@ -205,3 +207,32 @@ def test_defaulted_parameters_may_be_left_out():
     np.testing.assert_allclose(moonlite.hessian(scaled_sines)(x), np.diag(-4.0 * np.sin(2 * x)))
     with pytest.raises(moonlite.ArgumentError, match="scaled_sines"):
         moonlite.grad(scaled_sines)()
+
+
+@numba.njit
+def _decay(y, k):
+    return -k * y + np.sin(y)
+
+
+@numba.njit
+def euler_with_rhs(f, y0, k):
+    y = y0.copy()
+    for _ in range(8):
+        y = y + 0.1 * f(y, k)
+    return np.sum(y ** 2)
+
+
+def test_an_njit_function_given_to_the_kernel_from_python():
+    """`grad(solve, argnums=1)(rhs, y0, k)`: the function is numba's to dispatch on (its
+    type is that one function) and carries no derivative; numba's warning that first-class
+    function values are experimental, raised as moonlite's code passes it on, is silenced."""
+    y0 = np.array([0.5, -0.3, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = moonlite.grad(euler_with_rhs, argnums=(1, 2))(_decay, y0, 0.7)
+        _, dout = moonlite.jvp(euler_with_rhs, (_decay, y0, 0.7), (None, np.ones(3), 1.0))
+    h = 1e-6
+    fd = (euler_with_rhs(_decay, y0 + h, 0.7 + h)
+          - euler_with_rhs(_decay, y0 - h, 0.7 - h)) / (2 * h)  # along (1, 1, 1; 1)
+    assert dout == pytest.approx(fd, rel=1e-6)
+    assert np.sum(g[0]) + g[1] == pytest.approx(fd, rel=1e-6)

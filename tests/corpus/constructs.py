@@ -903,6 +903,33 @@ def _weighted_last(values, weight=1.0):
 
 
 @numba.njit
+def _lotka_volterra(state, params):
+    prey, predator = state
+    a, b, c, d = params
+    return np.array([a * prey - b * prey * predator, c * prey * predator - d * predator])
+
+
+@numba.njit
+def _rk4_step(rhs, state, h, params):
+    """A generic integrator step taking the right-hand side as an argument (the usual style
+    of ODE codes written for numba)."""
+    k1 = rhs(state, params)
+    k2 = rhs(state + 0.5 * h * k1, params)
+    k3 = rhs(state + 0.5 * h * k2, params)
+    k4 = rhs(state + h * k3, params)
+    return state + h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+
+
+@numba.njit
+def predator_prey_final(state0, params):
+    """An njit right-hand side passed to a generic RK4 step, twelve steps."""
+    state = state0.copy()
+    for _ in range(12):
+        state = _rk4_step(_lotka_volterra, state, 0.05, params)
+    return state[0] * state[1]
+
+
+@numba.njit
 def peak_statistics(signal, threshold):
     """Peak heights over a threshold collected by append, then passed to njit helpers: one
     clips them in place (the caller sees it, as with a list), one summarises them, one takes
@@ -1026,6 +1053,9 @@ CASES = RECORD_CASES + [
                                           np.array([0.7, -0.4, 1.1]))),
     ConstructCase("drain", "a jitclass argument whose array field the kernel writes", drain,
                   lambda: (Reservoir(0.3, 4), np.array([1.0, 0.5, 2.0, 0.0]))),
+    ConstructCase("predator_prey_final", "an njit function passed as an argument to a helper",
+                  predator_prey_final,
+                  lambda: (np.array([1.2, 0.8]), np.array([1.1, 0.4, 0.3, 0.9]))),
     ConstructCase("peak_statistics", "a list built by append passed to njit helpers",
                   peak_statistics,
                   lambda: (np.array([0.1, 0.9, 0.2, 0.7, 0.3, 1.6, 0.4, 0.65, 0.1]), 0.3)),

@@ -504,7 +504,13 @@ class Importer(Parameters, ConstructReads, GrowingLists, LoopReads, RecordFields
         if isinstance(callee, ListMethod):
             return self._list_method_call(callee, expr, target)
         if not isinstance(callee, st.StaticObject):
-            self.unsupported("a call of a function held in a variable",
+            fn_type = self.typemap.get(expr.func.name)
+            if isinstance(fn_type, nbt.Dispatcher) and nb.is_njit_dispatcher(fn_type.dispatcher):
+                # an njit function passed as an argument (`rk4(f, y, h)`): numba's type of
+                # the variable is that one function, so the call is a call of it
+                return self._call(fn_type.dispatcher, expr, target)
+            self.unsupported("a call of a function held in a variable (other than an njit "
+                             "function passed as an argument)",
                              "call the function by its global name")
         return self._call(callee.obj, expr, target)
 

@@ -112,6 +112,9 @@ def quiet_performance_warnings():
     contiguous) are nothing the user could act on: silenced while moonlite types and compiles."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nb.numba_errors.NumbaPerformanceWarning)
+        # an njit function passed to the kernel is passed on as numba's first-class function
+        # value inside derived code, which numba calls experimental (the kernel's is not)
+        warnings.filterwarnings("ignore", ".*First-class function type feature is experimental")
         yield
 
 
@@ -119,6 +122,11 @@ class _QuietCompile:
     def compile(self, sig):
         with quiet_performance_warnings():
             return super().compile(sig)
+
+    def typeof_pyval(self, val):
+        # (a tuple of arguments holding an njit function: numba warns as it types it)
+        with quiet_performance_warnings():
+            return super().typeof_pyval(val)
 
 
 _typed_from_ir = ThreadFlag()
