@@ -149,3 +149,17 @@ def test_var_and_std_methods_become_the_numpy_functions():
     fn = moonlite.capture(spread_by_methods, x)
     assert {np.var, np.std} <= _callees(fn)
     check_rule(spread_by_methods, x, second_order=True)
+
+
+@numba.njit
+def averages(x, w):
+    return np.average(x) * np.average(x ** 2, weights=w) + np.average(x, None, w)
+
+
+def test_np_average_becomes_mean_or_a_weighted_sum():
+    x, w = np.array([0.3, -0.2, 0.9, 1.4]), np.array([0.5, 1.0, 2.0, 0.7])
+    fn = moonlite.capture(averages, x, w)
+    assert np.average not in _callees(fn) and np.mean in _callees(fn)
+    check_rule(averages, x, w, second_order=True)
+    with pytest.raises(ZeroDivisionError, match="Weights sum to zero"):
+        moonlite.grad(averages)(x, np.zeros(4))  # raised as numba's np.average raises

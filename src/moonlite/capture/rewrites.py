@@ -14,6 +14,7 @@ forward over reverse need no handler of their own for it (and cannot disagree ab
 | `np.sum(x)`, `np.prod(x)`, `np.mean(x)`, ... of a scalar | `x` |
 | `a.fill(v)` | `a[:, ..., :] = v` |
 | `a.var()`, `a.std()` | `np.var(a)`, `np.std(a)` |
+| `np.average(a)`, `np.average(a, weights=w)` (no axis) | `np.mean(a)`, `weighted_average(a, w)` (an njit function) |
 | `a[:, None]`, `a[None, 1:]`, `X[:, np.newaxis, :]` (indexing with newaxis) | `np.reshape(a[:], (n, 1))` of a C-contiguous view, else `np.expand_dims` per new axis |
 
 A rewrite that does not apply returns None and the call is kept as it is.
@@ -112,7 +113,35 @@ def rewrite_call(b: Builder, fn, args: list, kws: dict, result_type) -> Optional
         return args[0]  # a reduction of one number is that number
     if _numpy_function(fn) and any(_float_tuple(a.type) for a in args):
         return _with_tuples_as_arrays(b, fn, args, kws, result_type)
+    if fn is np.average:
+        return _average(b, args, kws, result_type)
     return None
+
+
+@nb.njit(cache=True)
+def weighted_average(a, weights):
+    """np.average(a, weights=weights) over the whole array, as numba's: 1-D weights broadcast
+    along the last axis, weights of another shape and rank raise (numba: TypeError, here
+    too; of the same rank and size but another shape, the product's broadcasting raises)."""
+    if weights.ndim != 1 and (a.ndim != weights.ndim or a.size != weights.size):
+        raise TypeError("1D weights expected when shapes of a and weights differ.")
+    scale = np.sum(weights)
+    if scale == 0.0:
+        raise ZeroDivisionError("Weights sum to zero, can't be normalized.")
+    return np.sum(np.multiply(a, weights)) / scale
+
+
+def _average(b: Builder, args: list, kws: dict, result_type) -> Optional[Value]:
+    """`np.average(a)` as `np.mean(a)`, `np.average(a, weights=w)` as `weighted_average`
+    (an njit function every mode differentiates); None with an axis."""
+    given = dict(zip(("a", "axis", "weights"), args), **kws)
+    if set(given) - {"a", "axis", "weights"} or given.get("axis", None) is not None \
+            and given["axis"].type != none or not isinstance(given["a"].type, ArrayType):
+        return None
+    weights = given.get("weights")
+    if weights is None or weights.type == none:
+        return b.call(np.mean, [given["a"]], None, result_type)
+    return b.call(weighted_average, [given["a"], weights], None, result_type)
 
 
 def rewrite_method(b: Builder, name: str, receiver: Value, args: list, kws: dict) -> bool:
