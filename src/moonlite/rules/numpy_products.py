@@ -84,10 +84,11 @@ def _vectors(a, v) -> None:
                                 "float64 arrays")
 
 
-def _bilinear_term(fn, position):
-    """The term of a bilinear fn(a, v) for the tangent of argument `position`: fn of it."""
+def bilinear_term(fn, position, check=_vectors):
+    """The term of a bilinear fn(a, v) for the tangent of argument `position`: fn of it, once
+    `check(a, v)` accepts the operands (it raises RuleNotApplicable)."""
     def term(b, a, v, d):
-        _vectors(a, v)
+        check(a, v)
         return b.call(fn, [d, v] if position == 0 else [a, d])
     return term
 
@@ -138,7 +139,7 @@ def correlate_adjoint(a, v, g):
 
 
 for _fn, _helper in ((np.convolve, convolve_adjoint), (np.correlate, correlate_adjoint)):
-    defjvp(_fn, _bilinear_term(_fn, 0), _bilinear_term(_fn, 1))
+    defjvp(_fn, bilinear_term(_fn, 0), bilinear_term(_fn, 1))
     register(_fn, adjoint=_lag_adjoint(_helper), reads=reads_first_two, keywords=())
 
 

@@ -14,6 +14,7 @@ from .define import RuleNotApplicable, defjvp, no_adjoint, positional_only
 from .operands import checked_positional, positional, reads_first_two, reads_nothing
 from .registry import has_adjoint, is_float_array, register
 from .cases import array_case as _E, uniform as _uniform
+from .numpy_products import bilinear_term
 
 
 # --- np.cross(a, b): bilinear; c . g = a . (b x g) = b . (g x a) ----------------------------------
@@ -21,13 +22,6 @@ from .cases import array_case as _E, uniform as _uniform
 def _vectors3(a, c) -> None:
     if not all(is_float_array(x.type) and x.type.ndim >= 1 for x in (a, c)):
         raise RuleNotApplicable("np.cross is differentiated for float arrays of 3-vectors")
-
-
-def _cross_term(position):
-    def term(b, a, c, d):
-        _vectors3(a, c)
-        return b.call(np.cross, [d, c] if position == 0 else [a, d])
-    return term
 
 
 def _cross_adjoint(rv, op) -> None:
@@ -42,7 +36,8 @@ def _cross_adjoint(rv, op) -> None:
         rv.send(c, rv.b.call(np.cross, [g, rv.recall(a)]))
 
 
-defjvp(np.cross, _cross_term(0), _cross_term(1))
+defjvp(np.cross, bilinear_term(np.cross, 0, _vectors3),
+       bilinear_term(np.cross, 1, _vectors3))
 register(np.cross, adjoint=_cross_adjoint, reads=reads_first_two, keywords=())
 
 
@@ -51,13 +46,6 @@ register(np.cross, adjoint=_cross_adjoint, reads=reads_first_two, keywords=())
 def _same_shape(a, c) -> None:
     if not all(is_float_array(x.type) for x in (a, c)) or a.type.ndim != c.type.ndim:
         raise RuleNotApplicable("np.vdot is differentiated for float vectors")
-
-
-def _vdot_term(position):
-    def term(b, a, c, d):
-        _same_shape(a, c)
-        return b.call(np.vdot, [d, c] if position == 0 else [a, d])
-    return term
 
 
 def _vdot_adjoint(rv, op) -> None:
@@ -72,7 +60,8 @@ def _vdot_adjoint(rv, op) -> None:
         rv.send(c, rv.b.mul(rv.recall(a), g))
 
 
-defjvp(np.vdot, _vdot_term(0), _vdot_term(1))
+defjvp(np.vdot, bilinear_term(np.vdot, 0, _same_shape),
+       bilinear_term(np.vdot, 1, _same_shape))
 register(np.vdot, adjoint=_vdot_adjoint, reads=reads_first_two, keywords=())
 
 
