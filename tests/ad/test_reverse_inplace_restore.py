@@ -7,6 +7,7 @@ import numba
 import numpy as np
 import pytest
 
+import moonlite
 from moonlite.ad.reverse.helpers import RESTORE
 from moonlite.driver import derived_reverse_rule
 from moonlite.ir import ops
@@ -97,3 +98,24 @@ def test_up_to_three_dimensions_restore_entry_by_entry_beyond_by_a_slice_store()
     assert len(restores) == 2 and not slice_stores
     restores, slice_stores = _calls_and_stores(in_place_nd, (np.ones((2, 1, 2, 2)),))
     assert not restores and len(slice_stores) == 2
+
+
+@numba.njit
+def squares_itself(x, y):
+    z = x * 1.5
+    z *= z  # the value is the target: d(z * z) = 2 z dz
+    w = y.copy()
+    w /= w  # ones: no derivative through w
+    z += z
+    z -= y
+    return np.sum(z * (w + y))
+
+
+def test_an_in_place_operation_on_the_array_itself():
+    """`x *= x` sent v's share of the adjoint after scaling the target's shadow by the new
+    x (x squared): the gradient was wrong (found by trying constructs adversarially)."""
+    x, y = np.array([0.3, 0.7, 0.2]), np.array([0.5, -0.1, 0.9])
+    check_rule(squares_itself, x, y, second_order=True)
+    z = 1.5 * x
+    np.testing.assert_allclose(moonlite.grad(squares_itself)(x, y),
+                               2 * 2 * z * 1.5 * (1 + y), rtol=1e-12)

@@ -153,31 +153,38 @@ class MemoryAdjoints:
             v = source
 
     def rv_inplace(self, op: ops.InplaceBinary) -> None:
+        """`t op= v`: t restored first, so that v, when it is t itself (`x *= x`), reads its
+        old entries; v's contribution is computed from the target's shadow before that shadow
+        is scaled, and sent after (when v is t, it adds to the scaled shadow: d(t*t) = 2 t)."""
         target = self.recall(op.target)
         saved = self.recall(op, key=Saved(op))
         shadow = self.shadow(op.target)
         kind = op.binop
-        if shadow is not None and _has_adjoint(op.value.type):
-            if kind is ops.Add:
-                self.send(op.value, shadow)
-            elif kind is ops.Sub:
-                self.send(op.value, self.b.neg(shadow))
-            elif kind is ops.Mul:
-                self.send(op.value, self._adjoint_product(shadow, saved))
-            elif kind is ops.TrueDiv:
-                value = self.recall(op.value)
-                self.send(op.value, self.b.neg(self.b.div(self._adjoint_product(shadow, saved),
-                                                           self.b.mul(value, value))))
-            else:
-                raise self.unsupported(op, f"the in-place operator {kind.SYMBOL}= in reverse "
-                                       "mode", f"write it as a = a {kind.SYMBOL} b")
-        if shadow is not None and kind in (ops.Mul, ops.TrueDiv):
-            self.b.inplace(kind, shadow, self.recall(op.value))
-        elif shadow is not None and kind not in (ops.Add, ops.Sub):
+        if shadow is not None and kind not in (ops.Add, ops.Sub, ops.Mul, ops.TrueDiv):
             raise self.unsupported(op, f"the in-place operator {kind.SYMBOL}= in reverse mode",
                                    f"write it as a = a {kind.SYMBOL} b")
         self._restore(target, saved)
+        contribution = None
+        if shadow is not None and _has_adjoint(op.value.type):
+            contribution = self._inplace_contribution(op, kind, shadow, saved)
+        if shadow is not None and kind in (ops.Mul, ops.TrueDiv):
+            self.b.inplace(kind, shadow, self.recall(op.value))
+        if contribution is not None:
+            self.send(op.value, contribution)
         self.release(op, key=Saved(op))
+
+    def _inplace_contribution(self, op, kind, shadow, saved):
+        """What `t op= v` sends to v, computed before t's shadow is scaled (`+=` scales
+        nothing: its contribution is the shadow itself, `x += x` doubles it as it should)."""
+        if kind is ops.Add:
+            return shadow
+        if kind is ops.Sub:
+            return self.b.neg(shadow)
+        if kind is ops.Mul:
+            return self._adjoint_product(shadow, saved)
+        value = self.recall(op.value)
+        return self.b.neg(self.b.div(self._adjoint_product(shadow, saved),
+                                     self.b.mul(value, value)))
 
     def _restore(self, target, saved) -> None:
         """target[...] = saved (a copy of target): entry by entry for up to 3 dimensions
