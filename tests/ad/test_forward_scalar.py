@@ -16,6 +16,7 @@ from moonlite.ad import forward_transform
 from moonlite.driver import PASS_CONTEXT
 from moonlite.ir import Builder, ops, types
 from moonlite.rules.scalar import RULE_CASES
+from moonlite.testing import check_rule
 from moonlite.testing import check_jvp
 
 STEPS = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7)
@@ -355,3 +356,21 @@ def test_a_callee_met_without_a_pass_context_is_a_clear_error():
     # the passes get callees' rules from the driver (ad/context.py): never by importing it
     with pytest.raises(moonlite.MoonliteError, match="my_square.*no PassContext"):
         forward_transform(moonlite.capture(calls_my_square, 1.5))
+
+
+@numba.njit
+def updates_a_shifted_copy(x, y):
+    z = x * 1.0  # a new array whose tangent was x's own
+    z += y
+    w = x + 0.5
+    w *= y
+    return np.sum(z * x) + np.sum(w)
+
+
+def test_an_in_place_update_of_a_linear_result_leaves_the_operand_tangent():
+    """`z = x * 1.0; z += y` wrote y's tangent into x's in forward mode (found by adversarial
+    tests): a tangent passed as it is through a linear op is copied for an array result."""
+    x, y = np.array([0.3, 0.7, 0.2]), np.array([0.5, -0.1, 0.9])
+    _, dout = moonlite.jvp(updates_a_shifted_copy, (x, y), (np.ones(3), np.zeros(3)))
+    assert dout == pytest.approx(np.sum(2 * x + y) + np.sum(y))
+    check_rule(updates_a_shifted_copy, x, y, second_order=True)

@@ -10,6 +10,7 @@ from typing import Callable, Optional
 
 from .. import _numba as nb
 from ..errors import MoonliteError
+from ..ir.types import ArrayType
 from .strong_zeros import strong_product
 from .registry import lookup_field, register
 
@@ -98,7 +99,16 @@ def _sum_of_terms(b, per_argument, tangents, primals, kwargs, term):
         contribution = term(f, dx)
         if contribution is not None:
             total = contribution if total is None else b.add(total, contribution)
+    if any(total is dx for dx in tangents) and _is_array(total):
+        # an argument's tangent passed as it is (`x * 1.0`, `x + c`): the result is a new
+        # array, so its tangent must be one too, or an in-place update of the result
+        # (`z = x + c; z += y`) would write into x's tangent
+        total = b.method_call("copy", total, [])
     return total
+
+
+def _is_array(value) -> bool:
+    return isinstance(value.type, ArrayType)
 
 
 def has_bounded_partials(rule, primals) -> bool:
