@@ -119,3 +119,17 @@ def test_an_in_place_operation_on_the_array_itself():
     z = 1.5 * x
     np.testing.assert_allclose(moonlite.grad(squares_itself)(x, y),
                                2 * 2 * z * 1.5 * (1 + y), rtol=1e-12)
+
+
+@numba.njit
+def writes_at_repeated_places(y, idx, s):
+    y[idx] += s * y[idx]  # idx repeats a place: numba keeps the last write
+    y[idx[::-1]] = y[idx] * s + 1.0
+    return np.sum(y ** 3)
+
+
+def test_an_index_array_repeating_a_place_counts_the_last_write_only():
+    """With idx = [0, 2, 0] every write's value got the adjoint of the place it wrote, the
+    overwritten ones too: the gradient was twice what it is at y[0] (adversarial tests)."""
+    y, idx = np.array([0.3, 0.7, 0.2, 0.5]), np.array([0, 2, 0, -1])
+    check_rule(writes_at_repeated_places, y, idx, 0.7, second_order=True)

@@ -35,6 +35,22 @@ def scatter_add(shadow, index, g):
 
 
 @nb.njit(cache=True)
+def last_writes_only(written, index, target):
+    """The adjoint `written` gathered at `target[index] = value` (a 1-D array of ints), zeroed
+    where a later entry of `index` writes the same place: numba keeps the last write, so the
+    values written before it reach nothing."""
+    out = written.copy()
+    n = target.shape[0]
+    seen = np.zeros(n, np.bool_)
+    for k in range(index.shape[0] - 1, -1, -1):
+        i = index[k] + n if index[k] < 0 else index[k]
+        if seen[i]:
+            out[k] = 0.0
+        seen[i] = True
+    return out
+
+
+@nb.njit(cache=True)
 def masked_add(shadow, mask, g):
     """The adjoint of y = x[mask] for a 1-D array of bools."""
     k = 0

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ...ir import ops
 from ...ir.core import Argument, Op
-from ...ir.types import ArrayType, BoolType, TupleType, int64, is_float_record, is_record, none
+from ...ir.types import (ArrayType, BoolType, IntType, TupleType, int64, is_float_record, is_record,
+                        none)
 from ...rules.custom import lookup_custom
 from ...rules.registry import ANY_KEYWORD, lookup as _lookup
 from ...rules.strong_zeros import strong_product
@@ -16,7 +17,7 @@ from ...ir.traits import ALLOCATES
 from ..opinfo import (describe as _describe,
                      positional as _positional, primitive as _primitive)
 from ...rules.records import field_adder
-from .helpers import RESTORE, masked_add, scatter_add
+from .helpers import RESTORE, last_writes_only, masked_add, scatter_add
 from ...rules.records import record_source
 from .types import (Entry, has_adjoint as _has_adjoint, is_float as _is_float,
                             is_float_array as _is_float_array)
@@ -118,6 +119,10 @@ class MemoryAdjoints:
         if not _has_adjoint(op.value.type):
             self.b.setitem(shadow, index, self.b.const(0.0, op.target.type.dtype))
             return
+        if isinstance(op.index.type, ArrayType) and isinstance(op.index.type.dtype, IntType):
+            # an index may repeat (`y[[0, 2, 0]] = v`): only the last write of a place counts
+            written = self.b.call(last_writes_only, [written, index, self.recall(op.target)],
+                                  type=written.type)
         shared = self._may_share_shadow(op.value, op.target)
         if shared:
             written = self.b.method_call("copy", written, [])
