@@ -133,3 +133,21 @@ def test_an_index_array_repeating_a_place_counts_the_last_write_only():
     overwritten ones too: the gradient was twice what it is at y[0] (adversarial tests)."""
     y, idx = np.array([0.3, 0.7, 0.2, 0.5]), np.array([0, 2, 0, -1])
     check_rule(writes_at_repeated_places, y, idx, 0.7, second_order=True)
+
+
+@numba.njit
+def reads_views_after_writing_their_base(x, s):
+    y = x[None, :]  # np.reshape: numba's is always a view
+    z = np.expand_dims(x[::2], 1)  # a view of a strided view
+    w = x.reshape((x.size, 1))
+    x[0] = s * x[1]  # written after the views were taken: they see the write
+    w[1, 0] += s  # a write through a reshape reaches x
+    return np.sum(y * y * x) + np.sum(z ** 3) + np.sum(np.sin(w))
+
+
+def test_reshape_and_expand_dims_results_are_views_in_reverse_mode():
+    """Their shadows were arrays of their own: a write into the base read back through the
+    view sent its adjoint to the old entry (adversarial tests of x[None, :]); writes through
+    them were refused. Their shadows are now the same views of the base's shadow."""
+    check_rule(reads_views_after_writing_their_base, np.array([0.3, 0.7, 0.2, -0.4]), 0.6,
+               second_order=True)

@@ -42,15 +42,20 @@ def _reshape_adjoint(rv, op) -> None:
 
 for _fn, _adjoint, _reads in [(np.copy, _copy_adjoint, reads_nothing),
                               (np.ascontiguousarray, _copy_adjoint, reads_nothing),
-                              (np.reshape, _reshape_adjoint, reads_first),
-                              (np.ravel, _reshape_adjoint, reads_first),
-                              (np.expand_dims, _reshape_adjoint, reads_first)]:
+                              (np.ravel, _reshape_adjoint, reads_first)]:
     register(_fn, jvp=linear_call(_fn), adjoint=_adjoint, reads=_reads, keywords=())
 for _name, _adjoint, _reads in [("copy", _copy_adjoint, reads_nothing),
-                                ("reshape", _reshape_adjoint, reads_first),
                                 ("ravel", _reshape_adjoint, reads_first)]:
     register(Method(_name), jvp=linear_method(_name), adjoint=_adjoint, reads=_reads,
              keywords=())
+# numba's reshape takes contiguous arrays only and never copies, and its expand_dims is always
+# a view: the result's shadow is the same view of the operand's shadow, so writes through the
+# result, and writes into the operand read back through the result, reach the gradient
+for _fn in (np.reshape, np.expand_dims):
+    register(_fn, jvp=linear_call(_fn), adjoint=no_adjoint, reads=reads_nothing, keywords=(),
+             traits=AXES_VIEW | VIEW)
+register(Method("reshape"), jvp=linear_method("reshape"), adjoint=no_adjoint,
+         reads=reads_nothing, keywords=(), traits=AXES_VIEW | VIEW)
 
 
 
@@ -108,7 +113,7 @@ register(Attribute("T"), jvp=linear_attribute("T"))
 
 # may return a view of their argument: a write to the result may write the argument (what
 # `ir/readonly.py` asks)
-for _name in ("reshape", "ravel", "asarray", "ascontiguousarray", "squeeze", "expand_dims",
+for _name in ("ravel", "ascontiguousarray", "squeeze",
               "atleast_1d", "atleast_2d", "atleast_3d", "diagonal", "real", "imag", "rot90",
               "broadcast_to"):
     register(getattr(np, _name), traits=VIEW)

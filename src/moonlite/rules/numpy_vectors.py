@@ -129,7 +129,7 @@ def _asarray_tangent(b, primals, tangents, kwargs):
 
 
 register(np.asarray, jvp=_asarray_tangent, adjoint=no_adjoint, reads=reads_nothing,
-         keywords=(), traits=AXES_VIEW | VIEW, replace=True)
+         keywords=(), traits=AXES_VIEW | VIEW)
 
 
 # --- test cases (checked in every mode against finite differences) ---------------------------

@@ -205,14 +205,14 @@ class ForwardSweep:
         self.after_definition(op)
 
     def _refuse_write_through_reshape(self, op: Op, target: Value) -> None:
-        """reshape/ravel/ascontiguousarray results get shadows of their own (they may be
-        copies), so a write through one would not reach the gradient of the array it views:
-        refuse it."""
+        """ravel/ascontiguousarray results get shadows of their own (they may be copies), so a
+        write through one would not reach the gradient of the array it views: refuse it.
+        (reshape and expand_dims are always views in numba: their shadows are views too.)"""
         while True:
             source_op = getattr(target, "op", None)
             if source_op is None:
                 return
-            if _name(source_op) in ("reshape", "ravel", "ascontiguousarray", "expand_dims") \
+            if _name(source_op) in ("ravel", "ascontiguousarray") \
                     and _is_float_array(target.type):
                 raise self.unsupported(op, "writing into the result of reshape/ravel/"
                                        "ascontiguousarray in reverse mode", "write into the "
@@ -305,8 +305,8 @@ def _view_source(op: Op) -> Optional[Value]:
         return op.value
     if isinstance(op, (ops.Call, ops.MethodCall)) and op.traits() & AXES_VIEW:
         return _positional(op)[0]
-    # reshape/ravel may copy (a non-contiguous input): their results get their own shadows,
-    # sent back to the input by rv_reshape
+    # ravel and ascontiguousarray may copy (a non-contiguous input): their results get their
+    # own shadows, sent back to the input by their adjoints
     return None
 
 
