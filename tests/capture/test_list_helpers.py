@@ -235,9 +235,25 @@ def array_entry_written_by_a_helper(x):
     return _writes_an_entry(states)
 
 
+@numba.njit
+def _recursive_sum(points, n):
+    if n == 0:
+        return 0.0
+    return points[n - 1][0] * points[n - 1][1] + _recursive_sum(points, n - 1)
+
+
+@numba.njit
+def given_to_a_recursive_helper(x):
+    points = []
+    for i in range(x.shape[0] - 1):
+        points.append((x[i], x[i + 1]))
+    return _recursive_sum(points, len(points))
+
+
 @pytest.mark.parametrize("kernel, construct", [
     (grown_by_a_helper, r"a list given to _grows_an_alias\(\) changed in length there"),
+    (given_to_a_recursive_helper, r"a recursive function, _recursive_sum\(\), given a list"),
     (array_entry_written_by_a_helper, "writing into an entry of a list of arrays"),
-], ids=["grown", "array_entry_written"])
+], ids=["grown", "array_entry_written", "recursive"])
 def test_helpers_changing_what_the_caller_holds_are_refused(kernel, construct):
     assert_refused_in_both_modes(kernel, construct)

@@ -24,7 +24,7 @@ from . import statics as st
 from .iterators import check_unpack_length
 from ..rules.jitclasses import is_numba_instance_type, maker_for
 from .jitclasses import constructor_of, structref_fields
-from .list_helpers import ListArgument, column_form, needs_column_form
+from .list_helpers import ListArgument, RecursiveColumnForm, column_form, needs_column_form
 from .lists import GrowingList
 
 nbt = nb.types
@@ -266,7 +266,12 @@ class ConstructReads:
                 flat.extend([*buffers, length])
             else:
                 flat.append(a)
-        return column_form(fn, argtypes), flat
+        try:
+            return column_form(fn, argtypes), flat
+        except RecursiveColumnForm:
+            self.unsupported(f"a recursive function, {fn.__name__}(), given a list of tuples "
+                             "or of arrays", "walk the list in a loop, or pass the helper a "
+                             "preallocated array")
 
     def refuse_list_returned(self, fn, expr, target) -> None:
         """A helper given a list built by append must not return a list (it would be the

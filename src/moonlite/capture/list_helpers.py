@@ -49,13 +49,27 @@ def needs_column_form(args: list) -> bool:
                for a in args)
 
 
+class RecursiveColumnForm(Exception):
+    """A helper given a list calls itself with it: its column form would need itself."""
+
+
+_being_made = object()
+
+
 def column_form(helper, argtypes: tuple):
     """The dispatcher running `helper` with its list parameters given as buffers and lengths
     (`argtypes`: numba's types of the call's arguments, the lists as lists)."""
     forms = _column_forms.setdefault(helper, {})
     form = forms.get(argtypes)
+    if form is _being_made:
+        raise RecursiveColumnForm()
     if form is None:
-        form = forms[argtypes] = compile_ir(capture_columns(helper, argtypes))
+        forms[argtypes] = _being_made
+        try:
+            form = forms[argtypes] = compile_ir(capture_columns(helper, argtypes))
+        finally:
+            if forms.get(argtypes) is _being_made:
+                del forms[argtypes]
     return form
 
 
