@@ -236,3 +236,22 @@ def test_an_njit_function_given_to_the_kernel_from_python():
           - euler_with_rhs(_decay, y0 - h, 0.7 - h)) / (2 * h)  # along (1, 1, 1; 1)
     assert dout == pytest.approx(fd, rel=1e-6)
     assert np.sum(g[0]) + g[1] == pytest.approx(fd, rel=1e-6)
+
+
+@numba.njit
+def sum_of_squares(X):
+    return np.sum(X * X)
+
+
+def test_jvp_takes_a_tangent_of_another_memory_order():
+    """An F-ordered tangent of a C-ordered argument, or a C tangent of a strided one, ran
+    numba's Python stub (RuntimeError: moonlite stub; adversarial tests): the tangent is
+    given the argument's layout (a contiguous copy, or a view typed as strided)."""
+    X = np.arange(6.0).reshape(3, 2)
+    strided = np.arange(12.0).reshape(3, 4)[:, ::2]
+    for primal, tangent in [(X, np.asfortranarray(np.ones((3, 2)))),
+                            (X, np.ones((3, 4))[:, ::2]),
+                            (strided, np.ones((3, 2))),
+                            (strided, np.asfortranarray(np.ones((3, 2))))]:
+        value, dout = moonlite.jvp(sum_of_squares, (primal,), (tangent,))
+        assert value == sum_of_squares(primal) and dout == pytest.approx(2 * np.sum(primal))

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 from . import _numba as nb
 from .ad.guards import emit_guards
 from .ad.inline import inline_njit_calls
@@ -89,6 +91,15 @@ def checked_tangent(b: Builder, primal, tangent, where: str):
         b.raise_(ArgumentError, [b.const(f"{where}: the tangent's shape differs from the "
                                          f"argument's")])
         b.position_at_end(ok)
+        if got.layout != want.layout:  # the rule is compiled for the primal's memory order
+            if want.layout == "A":  # a view typed "A": every axis sliced, the last with a step
+                none_ = b.const(None, none)
+                whole = [b.build_slice(none_, none_, none_) for _ in range(want.ndim - 1)]
+                stepped = b.build_slice(none_, none_, b.const(1))
+                index = b.build_tuple(whole + [stepped]) if whole else stepped
+                return b.getitem(tangent, index, want)
+            order = np.ascontiguousarray if want.layout == "C" else np.asfortranarray
+            return b.call(order, [tangent], type=want)
         return tangent
     if is_float_record(want) and got == want:
         return tangent  # a record of the same type (records of other types: below)
