@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.traits import AXES_VIEW, VIEW
-from ..ir.types import ArrayType, float64, int64
+from ..ir.types import ArrayType, IntType, float64
 from .define import RuleNotApplicable, defjvp, no_adjoint, positional_only
 from .operands import checked_positional, positional, reads_first_two, reads_nothing
 from .registry import has_adjoint, is_float_array, register
-from .cases import array_case as _E, uniform as _uniform
+from .cases import NumpyRuleCase, array_case as _E, uniform as _uniform
 from .numpy_products import bilinear_term
 
 
@@ -77,9 +77,7 @@ def _fractions(b, num):
 
 def _linspace_tangent(b, primals, tangents, kwargs):
     positional_only(kwargs, primals, 3)
-    if primals[2].type != int64 or not all(p.type == float64 for p in primals[:2]):
-        raise RuleNotApplicable("np.linspace is differentiated for float64 ends and an int64 "
-                                "count")
+    _linspace_check(*primals)
     t = _fractions(b, primals[2])
     terms = []
     if tangents[0] is not None:
@@ -92,22 +90,25 @@ def _linspace_tangent(b, primals, tangents, kwargs):
 
 
 def _linspace_check(start, stop, num) -> None:
-    if num.type != int64 or not all(p.type == float64 for p in (start, stop)):
-        raise RuleNotApplicable("np.linspace is differentiated for float64 ends and an int64 "
+    """Ends of any number type (int ends carry no derivative), an int count."""
+    if not isinstance(num.type, IntType) \
+            or not all(p.type.is_float or p.type.is_integer for p in (start, stop)):
+        raise RuleNotApplicable("np.linspace is differentiated for number ends and an int "
                                 "count")
 
 
 def _linspace_adjoint(rv, op) -> None:
     start, stop, num = checked_positional(rv, op, 3, _linspace_check,
                                           "call np.linspace(start, stop, num) without keywords",
-                                          "pass float ends and an int count")
+                                          "pass number ends and an int count")
     g = rv.shadow(op.result)
     if g is None:
         return
     b = rv.b
     t = _fractions(b, rv.recall(num))
-    rv.send(start, b.call(np.sum, [b.mul(b.sub(b.const(1.0), t), g)], None, float64))
-    rv.send(stop, b.call(np.sum, [b.mul(t, g)], None, float64))
+    for end, weight in ((start, b.sub(b.const(1.0), t)), (stop, t)):
+        if has_adjoint(end.type):
+            rv.send(end, b.call(np.sum, [b.mul(weight, g)], None, float64))
 
 
 def _reads_count(op) -> set:
@@ -148,5 +149,7 @@ CASES = [
        _uniform(-2.0, 2.0, 5)),
     _E("linspace", _linspace_case, lambda rng: float(rng.uniform(-1.0, 0.0)),
        lambda rng: float(rng.uniform(1.0, 2.0))),
+    NumpyRuleCase("linspace_from_an_int", lambda stop: np.sum(np.linspace(0, stop, 5) ** 2),
+                  lambda rng: (float(rng.uniform(1.0, 2.0)),), (0,)),
     _E("asarray_of_an_array", lambda a: np.asarray(a) * a, _uniform(-2.0, 2.0, 3, 4)),
 ]
