@@ -204,7 +204,18 @@ def write_through_reshape(x):
     return np.sum(x * x)
 
 
-def test_a_write_through_a_reshape_is_refused_rather_than_differentiated_wrongly():
+@numba.njit
+def write_through_ravel(x):
+    flat = x.ravel()  # may copy: its shadow is its own
+    flat[0] = 2.0 * flat[1]
+    return np.sum(x * x)
+
+
+def test_a_write_through_a_reshape_reaches_the_gradient_and_ravel_is_refused():
+    """numba's reshape never copies, so the write reaches x: x[0, 0] = 2 x[0, 1]."""
+    x = np.array([[1.0, 0.5], [-0.3, 0.8]])
+    g = moonlite.grad(write_through_reshape)(x.copy())
+    np.testing.assert_allclose(g, [[0.0, 2 * x[0, 1] + 8 * x[0, 1]], [2 * x[1, 0], 2 * x[1, 1]]])
     with pytest.raises(moonlite.UnsupportedError, match="reshape/ravel") as info:
-        moonlite.grad(write_through_reshape)(np.ones((2, 2)))
-    assert "write_through_reshape" in str(info.value) and "flat[0] = " in str(info.value)
+        moonlite.grad(write_through_ravel)(np.ones((2, 2)))
+    assert "write_through_ravel" in str(info.value) and "flat[0] = " in str(info.value)

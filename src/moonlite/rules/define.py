@@ -99,7 +99,7 @@ def _sum_of_terms(b, per_argument, tangents, primals, kwargs, term):
         contribution = term(f, dx)
         if contribution is not None:
             total = contribution if total is None else b.add(total, contribution)
-    if any(total is dx for dx in tangents) and _is_array(total):
+    if total is not None and any(total is dx for dx in tangents) and _is_array(total):
         # an argument's tangent passed as it is (`x * 1.0`, `x + c`): the result is a new
         # array, so its tangent must be one too, or an in-place update of the result
         # (`z = x + c; z += y`) would write into x's tangent
