@@ -3,6 +3,7 @@ Python) and, from the second call on, its compiled dispatcher (one call returnin
 and a pullback struct), checked against central differences (the dot-product identity), with
 the same checks and messages."""
 
+from collections import namedtuple
 
 import numba
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 import moonlite
 from moonlite.api_vjp import Pullback, _first_vjp, copy_into
 from moonlite.errors import ArgumentError
+from moonlite.testing import check_rule
 
 from .ad.test_nan_retry import overflowing
 from .test_api_reverse import squash_in_place
@@ -203,3 +205,92 @@ def test_the_compiled_vjp_copies_a_written_argument_back_entry_by_entry(target):
     value = np.frombuffer(rng.bytes(target.nbytes), target.dtype).reshape(target.shape)
     copy_into(target, value)
     assert target.tobytes() == value.tobytes()
+
+
+# --- tuple and namedtuple outputs -------------------------------------------------------------
+
+Summary = namedtuple("Summary", ["mean", "spread", "scaled"])
+
+
+@numba.njit
+def loss_and_prediction(x, a):
+    y = np.sin(x) * a
+    return np.sum(y ** 2), y
+
+
+@numba.njit
+def summary(x, a):
+    return Summary(np.mean(x) * a, np.std(x), x * a)
+
+
+@numba.njit
+def integrated(y0, k, n):
+    """A loop-carried state returned whole: (time-weighted total, final state)."""
+    t, y = 0.0, y0.copy()
+    for _ in range(n):
+        y = y - 0.1 * k * y ** 3
+        t += 0.1 * np.sum(y)
+    return t, y
+
+
+@numba.njit
+def by_branch(x, c):
+    if c > 0:
+        return np.sum(x), x * 2.0
+    return np.max(x), np.cos(x)
+
+
+@numba.njit
+def passes_an_argument_through(x, a):
+    return a * 2.0, x
+
+
+TUPLE_OUTPUTS = {
+    "a float and an array": (loss_and_prediction, (np.linspace(0.1, 1, 5), 1.5)),
+    "a namedtuple": (summary, (np.linspace(0.1, 1, 5), 1.5)),
+    "a loop-carried state": (integrated, (np.linspace(0.1, 1, 5), 0.7, 6)),
+    "two returns (first)": (by_branch, (np.linspace(0.1, 1, 5), 1.0)),
+    "two returns (second)": (by_branch, (np.linspace(0.1, 1, 5), -1.0)),
+    "an argument passed through": (passes_an_argument_through, (np.linspace(0.1, 1, 5), 0.3)),
+}
+
+
+@pytest.mark.parametrize("name", TUPLE_OUTPUTS)
+def test_a_tuple_output_in_every_mode(name):
+    """vjp's pullback takes a tuple of cotangents, one per entry (check_vjp: the dot-product
+    identity against finite differences of each entry)."""
+    kernel, args = TUPLE_OUTPUTS[name]
+    check_rule(kernel, *args)
+
+
+def test_a_namedtuple_output_stays_one_and_later_calls_keep_the_python_path():
+    x = np.linspace(0.1, 1, 5)
+    for _ in range(3):  # the second call tries the compiled dispatcher, which refuses tuples
+        out, pullback = moonlite.vjp(summary, x, 1.5)
+        assert isinstance(out, Summary)
+        gx, ga = pullback((1.0, 0.0, np.ones(5)))
+    np.testing.assert_allclose(gx, 1.5 / 5 + 1.5)  # d mean / dx * a, plus d(x a)/dx
+    assert ga == pytest.approx(np.mean(x) + np.sum(x))
+    _, pullback = moonlite.vjp(summary, x, 1.5)
+    with pytest.raises(ArgumentError, match="a tuple of 3 entries"):
+        pullback(1.0)
+    with pytest.raises(ArgumentError, match="entry 2"):
+        pullback((1.0, 0.0, np.ones(4)))
+
+
+@numba.njit
+def vjp_of_a_tuple_output_in_njit(x):
+    _, pullback = moonlite.vjp(loss_and_prediction, x, 1.5)
+    return pullback((1.0, x))
+
+
+def test_a_tuple_output_is_refused_inside_njit_code():
+    with pytest.raises(moonlite.UnsupportedError, match="returning a tuple"):
+        vjp_of_a_tuple_output_in_njit(np.linspace(0.1, 1, 5))
+
+
+def test_grad_and_jacrev_of_a_tuple_output_say_why():
+    with pytest.raises((ArgumentError, moonlite.UnsupportedError), match="float"):
+        moonlite.grad(loss_and_prediction)(np.linspace(0.1, 1, 5), 1.5)
+    with pytest.raises(ArgumentError, match="must return a float or a float array"):
+        moonlite.jacrev(loss_and_prediction)(np.linspace(0.1, 1, 5), 1.5)

@@ -103,6 +103,17 @@ def jitclass_in_a_tuple_carried_around_a_loop(x):
     return state[0].value
 
 
+@numba.njit
+def jitclass_built_from_other_types_on_two_paths(x, c):
+    box = Box(x) if c > 0 else Box(1)  # fields tuples (float64,) and (int64,)
+    return box.value * 2.0
+
+
+def test_a_jitclass_in_a_tuple_carried_around_a_loop_in_every_mode():
+    """The tuple phi is split into a phi per entry (ad/instances.py): it was refused."""
+    check_rule(jitclass_in_a_tuple_carried_around_a_loop, 0.7, second_order=True)
+
+
 @jitclass([("value", numba.float64)])
 class SelfCalling:
     def __init__(self, value):
@@ -409,8 +420,9 @@ _TABLE = np.array([(0.5, 1.5), (2.0, -1.0)], dtype=[("a", "f8"), ("b", "f8")])
 REFUSED = [
     ("jitclass_field_of_a_chosen_instance", jitclass_field_of_a_chosen_instance, (0.7,),
      "writing a field of a Box instance chosen by a branch"),
-    ("jitclass_in_a_tuple_carried_around_a_loop", jitclass_in_a_tuple_carried_around_a_loop,
-     (0.7,), "Box instance built from values being differentiated and used other than"),
+    ("jitclass_built_from_other_types_on_two_paths",
+     jitclass_built_from_other_types_on_two_paths, (0.7, 1.0),
+     "Box instance built from values being differentiated and used other than"),
     ("jitclass_whose_init_calls_a_method", jitclass_whose_init_calls_a_method, (0.7,),
      "puts a value being differentiated into a jitclass instance"),
     ("fill_diagonal", fill_diagonal, (np.ones((3, 3)), 0.5), "returns nothing"),

@@ -58,6 +58,7 @@ try:
     # numba's lowering of array expressions, which lower/array_exprs.py wraps with a cache
     from numba.np.ufunc import array_exprs  # noqa: F401
     from numba.np import npyimpl  # noqa: F401
+    from numba.np.arrayobj import populate_array  # noqa: F401  (rules/records.py: record_view)
     import llvmlite as _llvmlite
 except ImportError as exc:  # pragma: no cover - only on an unsupported numba
     raise ImportError(f"moonlite could not import a numba internal it relies on: {exc}") from exc

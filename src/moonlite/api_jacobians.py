@@ -19,7 +19,7 @@ from .api import ArgumentError, _check_njit, compile_lock
 from .api_drivers import (api_dispatcher, c_order_index, contiguous, driver_function, njit_driver,
                           rule_arguments, spelled_shape)
 from .api_reverse import check_argnums_form, plain_argnums, reverse_rule
-from .driver import api_cached, api_entry, derived_forward_rule
+from .driver import api_cached, api_entry, derived_forward_rule, written_record_arguments
 from .ir.types import ArrayType, BoolType, FloatType, IntType, from_numba
 
 # jacfwd pushes this many tangent directions through one evaluation of the kernel.
@@ -66,12 +66,27 @@ def _jacobian_ir(f, argtypes: tuple, argnums, names: list, api: str, strong_zero
     types = [from_numba(t) for t in argtypes]
     nums = tuple(_checked_argnum(n, types, f"{api}({qualname})")
                  for n in (argnums if isinstance(argnums, tuple) else (argnums,)))
+    _refuse_written_records(f, argtypes, api)
     make = _forward_driver if api == "jacfwd" else _reverse_driver
     driver, rules, written = make(f, argtypes, types, nums, qualname, strong_zeros,
                                   isinstance(argnums, tuple))
     return driver_function(f"{api}_{f.py_func.__name__}", argtypes, names, driver, rules,
                            qualname, written=written,
                            nan_notes=api == "jacrev" and not strong_zeros)
+
+
+def _refuse_written_records(f, argtypes: tuple, api: str) -> None:
+    """A Jacobian evaluates `f` several times, each from the caller's arguments: the drivers
+    copy the arrays `f` writes, but numba has no record that owns its bytes to copy into."""
+    written = written_record_arguments(f, argtypes)
+    if written:
+        i = min(written)
+        raise ArgumentError(f"{api}({f.py_func.__qualname__}): argument {i} is a record that "
+                            f"{f.py_func.__name__} writes a field of; {api} evaluates it "
+                            "several times, each from the caller's values, and cannot copy a "
+                            "record: pass a structured array of one entry instead "
+                            "(np.array([r]), read as p[0] in the kernel), or use grad, vjp or "
+                            "hvp, which restore the record")
 
 
 def _checked_argnum(n: int, types: list, where: str) -> int:

@@ -248,6 +248,14 @@ def parameter_names(f) -> list:
 
 
 def _check_cotangent(dout, out, where: str) -> None:
+    if isinstance(out, tuple):  # a tuple output: a tuple of cotangents, entry by entry
+        if not isinstance(dout, tuple) or len(dout) != len(out):
+            raise ArgumentError(f"{where}: the output is a tuple of {len(out)} entries: its "
+                                f"cotangent must be a tuple of {len(out)} entries, got "
+                                f"{type(dout).__name__}")
+        for k, (d, o) in enumerate(zip(dout, out)):
+            _check_cotangent(d, o, f"{where}, entry {k}")
+        return
     if isinstance(out, np.ndarray):
         if not isinstance(dout, np.ndarray) or dout.shape != out.shape \
                 or dout.dtype != out.dtype:
@@ -266,6 +274,8 @@ def _check_cotangent(dout, out, where: str) -> None:
 
 
 def _as_cotangent(dout, out):
+    if isinstance(out, tuple):  # (a namedtuple's cotangent: a plain tuple, as its tangent)
+        return tuple(_as_cotangent(d, o) for d, o in zip(dout, out))
     if isinstance(out, np.ndarray):
         return dout
     return type(out)(dout) if isinstance(out, np.floating) else float(dout)

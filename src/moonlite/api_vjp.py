@@ -26,7 +26,7 @@ import numpy as np
 
 from . import _numba as nb
 from .ad.guards import (any_shared_memory, check_aliasing, deferred_interrupts, emit_guards,
-                        private_copies)
+                        copy_back, private_copies)
 from .ad.nan_retry import has_nan, note_nan_array, note_nan_float
 from .api import _check_arguments, _check_njit, compile_lock, instance_type_of
 from .api_instances import flat_kernel, flattenable, python_flat_values, python_instances
@@ -36,7 +36,7 @@ from .api_reverse import (_as_cotangent, _check_cotangent, _split_rule, _strong_
 from .driver import api_cached, api_entry, derived_reverse_split
 from .errors import ArgumentError, UnsupportedError
 from .ir import Builder
-from .ir.types import OpaqueType, from_numba, none
+from .ir.types import OpaqueType, TupleType, from_numba, none
 from .lower import DerivedDispatcher
 from .rules.jitclasses import is_numba_instance_type
 
@@ -70,12 +70,25 @@ def vjp(f, *primals):
     try:
         return caller(*primals)
     except Exception:
-        if any(map(_is_record_value, primals)):  # the dispatcher takes none (_vjp_ir)
-            return _first_vjp(f, primals)
+        if any(map(_is_record_value, primals)) or _returns_tuple(f, primals):
+            return _first_vjp(f, primals)  # what the dispatcher refuses (_vjp_ir)
         if _takes_instances(primals):
             return _instance_vjp(f, primals)
         _checked_split(f, primals)  # raises the precise error when it finds one
         raise
+
+
+def _tuple_output(sweep) -> bool:
+    return isinstance(sweep.ir.return_type.elements[0], TupleType)
+
+
+def _returns_tuple(f, primals: tuple) -> bool:
+    """True if `f`'s reverse rule for `primals` returns a tuple (False if it has none)."""
+    try:
+        sweep, _ = derived_reverse_split(f, tuple(f.typeof_pyval(p) for p in primals))
+    except Exception:  # the reason is found again by _checked_split
+        return False
+    return _tuple_output(sweep)
 
 
 def _is_record_value(value) -> bool:
@@ -106,12 +119,15 @@ def _first_vjp(f, primals: tuple):
     Python, the sweep's state (tapes; lists of arrays as Python lists) held between them."""
     sweep, pull = _checked_split(f, primals)
     name = f.py_func.__qualname__
-    work = private_copies(primals, sweep.written)
+    written = sweep.written | sweep.written_records
+    work = private_copies(primals, written)
     guard = deferred_interrupts if sweep.state_has_lists else contextlib.nullcontext
     with guard():
         out, state = sweep(*work)
-    for i in sweep.written:  # what f leaves in its arguments
-        primals[i][...] = work[i]
+    if sweep.output_class is not None:  # a namedtuple output (the rule's is a plain tuple)
+        out = sweep.output_class(*out)
+    for i in written:  # what f leaves in its arguments
+        copy_back(primals[i], work[i])
     used = []
 
     def pullback(dout):
@@ -439,6 +455,11 @@ def _vjp_ir(f, argtypes: tuple):
     with compile_lock():
         sweep, pull = derived_reverse_split(f, argtypes)
     refuse_complex(f, argtypes, sweep.ir)
+    if _tuple_output(sweep):
+        raise UnsupportedError("vjp inside njit code of a function returning a tuple",
+                               function=f.py_func.__qualname__, argtypes=argtypes,
+                               hint="call vjp from Python (its pullback takes a tuple of "
+                                    "cotangents), or return one array from the kernel")
     names = parameter_names(f)
     if len(names) != len(argtypes):  # a kernel taking *args
         names = [f"argument{i}" for i in range(len(argtypes))]

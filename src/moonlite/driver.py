@@ -25,7 +25,7 @@ import weakref
 from . import _numba as nb
 from .ad.context import PassContext
 from .ad.forward import forward_transform
-from .ad.guards import written_arguments
+from .ad.guards import written_arguments, written_records
 from .ad.hoist import hoist_loop_invariants
 from .ad.inline import inline_njit_calls
 from .ad.reverse import reverse_transform, reverse_transform_split
@@ -167,6 +167,10 @@ def derived_reverse_split(f, argtypes: tuple) -> tuple:
                 _lowered(verified(pullback, "the vjp cut (pullback)"), f,
                          ("vjp pullback", types)))
             pair[0].written = written_arguments(flat)
+            pair[0].written_records = written_records(flat)  # (vjp copies them in Python)
+            # the rule returns a namedtuple output as a plain tuple: vjp makes it one again
+            pair[0].output_class = getattr(getattr(flat.return_type, "numba_type", None),
+                                           "instance_class", None)
             pair[0].state_has_lists = any(_is_typed_list(t) for t in
                                           sweep.return_type.elements[1].elements)
         return pair
@@ -228,6 +232,13 @@ def _precise_written(primal):
         except UnsupportedError:  # recursion: the conservative answer
             return written_arguments(primal)
     return functools.cache(written)
+
+
+def written_record_arguments(f, argtypes: tuple) -> frozenset:
+    """Indices of the record arguments `f` may write a field of (njit calls looked into)."""
+    if not any(isinstance(t, nb.types.Record) for t in argtypes):
+        return frozenset()
+    return written_records(_inlined_primal(f, argtypes))
 
 
 def _is_typed_list(t) -> bool:

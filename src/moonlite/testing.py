@@ -240,10 +240,10 @@ def check_vjp(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,
     from .api_vjp import vjp
     rng = np.random.default_rng(seed)
     expected = f(*_copy(args))
-    if _kind(expected) not in ("float", "array"):
-        raise AssertionError(f"check_vjp needs a float or float-array output, got {expected!r}")
-    dout = _random_tangent(expected, rng) if _kind(expected) == "array" \
-        else type(expected)(rng.standard_normal() or 1.0)
+    if not _reverse_output(expected):
+        raise AssertionError(f"check_vjp needs a float or float-array output, or a tuple of "
+                             f"them, got {expected!r}")
+    dout = _random_cotangent(expected, rng)
     ours = _copy(args)
     out, pullback = vjp(f, *ours)  # the sweep and the pullback run as two compiled calls
     grads = pullback(dout)
@@ -316,14 +316,33 @@ def _only(tangents, i: int) -> list:
     return [t if k == i else None for k, t in enumerate(tangents)]
 
 
+def _reverse_output(value) -> bool:
+    """An output reverse mode takes: a float, a float array, a tuple of those."""
+    if isinstance(value, tuple):
+        return len(value) > 0 and all(_kind(v) in ("float", "array") for v in value)
+    return _kind(value) in ("float", "array")
+
+
+def _random_cotangent(out, rng):
+    if isinstance(out, tuple):  # a namedtuple's cotangent is a plain tuple
+        return tuple(_random_cotangent(o, rng) for o in out)
+    if _kind(out) == "array":
+        return _random_tangent(out, rng)
+    return type(out)(rng.standard_normal() or 1.0)
+
+
 def _dout_differences(f, args, tangents, dout) -> list:
-    """<dout, (f(x + h t) - f(x - h t)) / 2h> for each step size h."""
+    """<dout, (f(x + h t) - f(x - h t)) / 2h> for each step size h (entry by entry for a
+    tuple output)."""
     estimates = []
     for h in STEP_SIZES:
         plus = f(*[_shift(a, t, h) for a, t in zip(args, tangents)])
         minus = f(*[_shift(a, t, -h) for a, t in zip(args, tangents)])
-        diff = (np.asarray(plus, dtype=float) - np.asarray(minus, dtype=float)) / (2 * h)
-        estimates.append(float(np.sum(np.asarray(dout, dtype=float) * diff)))
+        pairs = zip(plus, minus, dout) if isinstance(dout, tuple) else [(plus, minus, dout)]
+        estimates.append(sum(
+            float(np.sum(np.asarray(d, dtype=float) * (np.asarray(p, dtype=float)
+                                                       - np.asarray(m, dtype=float)) / (2 * h)))
+            for p, m, d in pairs))
     return estimates
 
 
@@ -337,7 +356,7 @@ def check_rule(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,
     _checking("forward mode (check_jvp)", check_jvp, f, *args, rtol=max(rtol, 1e-5),
               atol=max(atol, 1e-7), seed=seed, tangents=tangents)
     expected = f(*_copy(args))
-    if _kind(expected) in ("float", "array"):
+    if _reverse_output(expected):
         _checking("reverse mode (check_vjp)", check_vjp, f, *args, rtol=rtol, atol=atol,
                   seed=seed, fixed=fixed)
     if _kind(expected) == "float":

@@ -2,13 +2,17 @@
 calls taking the instances are inlined (ad/instances.py): no instance is left in the IR the AD
 passes see, phis of instances included; what cannot be read through keeps its `make` call."""
 
+from collections import namedtuple
+
 import numba
+import numpy as np
 from numba.experimental import jitclass
 
 from moonlite import driver
 from moonlite.ad.inline import inline_njit_calls
 from moonlite.rules.jitclasses import is_instance_type, maker, takes_or_returns_instance
 from moonlite.ir import ops, verify
+from moonlite.ir.types import TupleType
 from moonlite.testing import check_rule
 
 
@@ -76,10 +80,60 @@ def test_instances_rebuilt_in_a_loop_and_a_branch_leave_no_instance():
     assert orbit(0.7, 0.1) == driver.lower(flat)(0.7, 0.1)
 
 
-def test_an_instance_in_a_tuple_around_a_loop_keeps_its_make_call():
+def test_an_instance_in_a_tuple_around_a_loop_is_read_through():
+    """The tuple phi is split into a phi per entry (`instances.split_tuple_phis`): the
+    instance phi is then one of built instances, and no `make` call is left."""
     flat = _flat(kept_in_a_tuple, numba.float64)
     makes = [op for op in flat.ops() if isinstance(op, ops.Call) and maker(op.callee)]
-    assert makes and _instances(flat)
+    assert not makes and not _instances(flat)
+    assert kept_in_a_tuple(0.7) == driver.lower(flat)(0.7)
+    check_rule(kept_in_a_tuple, 0.7, second_order=True)
+
+
+State = namedtuple("State", ["body", "t"])
+
+
+@numba.njit
+def carried_in_a_namedtuple(x, n):
+    s = State(Body(x, 0.0, 0), 0.0)
+    for _ in range(n):
+        if s.body.pos > 0.3:
+            s = State(advance(s.body, 0.1), s.t + s.body.kinetic())
+        else:
+            s = State(Body(s.body.vel + 0.5, s.body.pos, 1), s.t * 0.5)
+    return s.body.pos * s.t + s.body.kinetic()
+
+
+@numba.njit
+def nested_tuple_carried(x, n):
+    """`((a, b), c)` around a loop: reverse mode refuses nested tuples, but split into a phi
+    per entry the loop carries a flat tuple and a number."""
+    st = ((x[0], x[1]), x[2])
+    for _ in range(n):
+        (a, b), c = st
+        st = ((a * 0.9 + c, b - 0.1 * a), c + a * b)
+    return st[0][0] + st[0][1] * st[1]
+
+
+@numba.njit
+def nested_tuple_of_arrays_carried(x, n):
+    st = ((x.copy(), x[0]), 1.0)
+    for _ in range(n):
+        (v, s), w = st
+        st = ((np.sin(v) * w, s + np.sum(v)), w * 0.9)
+    return np.sum(st[0][0]) + st[0][1] * st[1]
+
+
+def test_tuples_carried_around_loops_holding_instances_or_tuples_in_every_mode():
+    check_rule(carried_in_a_namedtuple, 0.5, 4, second_order=True)
+    check_rule(carried_in_a_namedtuple, 0.1, 4, second_order=True)  # the other branch
+    x = np.array([0.5, 1.2, 0.3])
+    check_rule(nested_tuple_carried, x, 4, second_order=True)
+    check_rule(nested_tuple_of_arrays_carried, x, 3, second_order=True)
+    flat = _flat(nested_tuple_carried, numba.typeof(x), numba.int64)
+    assert not any(isinstance(op, ops.Phi) and isinstance(op.result.type, TupleType)
+                   and any(isinstance(e, TupleType) for e in op.result.type.elements)
+                   for op in flat.ops())
 
 
 def test_forward_mode_inlines_only_calls_that_take_or_return_instances():

@@ -167,9 +167,11 @@ def carries_a_structref_in_a_tuple(x):
 
 _X = np.array([0.3, 1.2, -0.7])
 
+
+def test_a_structref_in_a_tuple_carried_around_a_loop_in_every_mode():
+    check_rule(carries_a_structref_in_a_tuple, _X, second_order=True)  # it was refused
+
 REFUSED = [
-    ("structref_in_a_loop_tuple", carries_a_structref_in_a_tuple, (_X,),
-     "OscillatorType instance built from values being differentiated"),
     ("out_of_range", indexes_a_literal_out_of_range, (_X,), "indexing a list literal of 2"),
     ("jitclass_field_write", writes_into_a_jitclass_field, (_X, Neuron(1.0, np.zeros(3), 1)),
      "writes a value being differentiated into an array held by a jitclass"),

@@ -90,3 +90,16 @@ def test_a_single_nested_record_argument_in_every_mode():
     g = moonlite.grad(single_record)(r, 0.3)[0]  # a record's gradient: one entry of its dtype
     assert g["pos"]["x"] == pytest.approx(2.0 * r["m"] * (r["pos"]["x"] - 0.3))
     assert g["vel"]["y"] == 1.0 and g["vel"]["x"] == 0.0
+
+
+@numba.njit
+def single_record_written(r, dt):
+    r.pos.x += dt * r.vel.x
+    r["pos"]["y"] = r.pos.y * r.m + dt
+    return r.pos.x * r.pos.y + r.vel.y
+
+
+def test_a_single_nested_record_argument_written_in_every_mode():
+    """The record argument is read through a one-entry view of it (`record_view`), so its
+    nested fields are written through views in reverse mode too."""
+    check_rule(single_record_written, _bodies()[2], 0.1, second_order=True)

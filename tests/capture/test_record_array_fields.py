@@ -11,11 +11,10 @@ import pytest
 
 import moonlite
 from moonlite.api import has_float_fields
-from moonlite.errors import UnsupportedError
 from moonlite.ir import ops
 from moonlite.ir.types import ArrayType, OpaqueType, float64, from_numba, is_float_record
 from moonlite.rules.records import array_field
-from moonlite.testing import check_jvp, check_rule
+from moonlite.testing import check_rule
 
 ATOM = np.dtype([("m", "f8"), ("pos", "f8", (3,)), ("vel", "f8", (3,)), ("kind", "i8")])
 FRAME = np.dtype([("R", "f8", (2, 2)), ("t", "f8", (2,)), ("on", "?")])  # 49 bytes: unaligned
@@ -169,11 +168,10 @@ def record_chosen_by_a_branch(p, w):
     return s
 
 
-def test_a_record_chosen_by_a_branch_forward_mode_yes_reverse_mode_refuses():
-    check_jvp(record_chosen_by_a_branch, _atoms(), 0.3)
-    with pytest.raises(UnsupportedError, match="reading an array field of a record that is "
-                                               "not read from a structured array here"):
-        moonlite.grad(record_chosen_by_a_branch)(_atoms(), 0.3)
+def test_a_record_chosen_by_a_branch_in_every_mode():
+    """The phi of records is a phi of indices (capture/record_phis.py), so reverse mode
+    follows the array fields of the entry chosen."""
+    check_rule(record_chosen_by_a_branch, _atoms(), 0.3, second_order=True)
 
 
 def test_which_dtypes_carry_derivatives():
@@ -184,3 +182,14 @@ def test_which_dtypes_carry_derivatives():
     assert not has_float_fields(np.dtype([("n", "i8", (3,))]))
     assert is_float_record(from_numba(numba.typeof(_atoms()[0])))
     assert is_float_record(from_numba(numba.from_dtype(nested_record)))
+
+
+@numba.njit
+def argument_array_fields_written(a, dt):
+    a.pos[:] += dt * a.vel
+    a.vel[1] = a.m * a.pos[0]
+    return np.sum(a.pos ** 2) + np.sum(a.vel)
+
+
+def test_array_fields_of_a_record_argument_written_in_every_mode():
+    check_rule(argument_array_fields_written, _atoms()[1], 0.1, second_order=True)

@@ -9,13 +9,13 @@ import pytest
 
 import moonlite
 from moonlite.ad.activity import varied_values
-from moonlite.api import copy_arguments
 from moonlite.ir.readonly import never_written
-from moonlite.errors import UnsupportedError
 from moonlite.ir import ops
 from moonlite.rules import lookup_jvp
-from moonlite.rules.records import field_is_aligned, field_setter, field_view, field_view_of
-from moonlite.testing import check_jvp, check_rule
+from moonlite.ir.types import IntType
+from moonlite.rules.records import (entry_view, field_is_aligned, field_setter, field_view,
+                                    field_view_of, record_view)
+from moonlite.testing import check_rule
 from tests.corpus.constructs import RECORD_CASES
 
 BODY = np.dtype([("x", "f8"), ("v", "f8"), ("m", "f8"), ("id", "i8")])
@@ -116,8 +116,11 @@ def test_an_entrys_field_is_written_through_a_view_of_the_field():
     views = [op for op in fn.ops() if isinstance(op, ops.Call) and op.callee is field_view("x")]
     assert views and any(isinstance(u, ops.SetItem) for op in views
                          for u in _users(fn, op.result))
-    helper = moonlite.capture(kick, _bodies()[0], 1.0, 0.1)  # a record argument: a setter
-    assert any(isinstance(op, ops.Call) and op.callee is field_setter("v") for op in helper.ops())
+    # a record argument is the entry 0 of a one-entry view of it, written the same way
+    helper = moonlite.capture(kick, _bodies()[0], 1.0, 0.1)
+    assert any(isinstance(op, ops.Call) and op.callee is record_view for op in helper.ops())
+    assert not any(isinstance(op, ops.Call) and op.callee is field_setter("v")
+                   for op in helper.ops())
 
 
 def _users(fn, value):
@@ -165,20 +168,105 @@ def scales_a_record_argument(r, s):
 @numba.njit
 def writes_a_chosen_record(p, c):
     r = p[0] if c > 0 else p[1]
-    r.x = c * 2.0
+    r.x = c * 2.0 * r.v
     return p[0].x + p[1].x * 3.0
 
 
-def test_records_not_read_from_an_array_here_forward_mode_writes_reverse_mode_refuses():
-    cases = [(scales_a_record_argument, (_bodies()[1], 1.5)),
-             (writes_a_chosen_record, (_bodies(), 0.7))]
-    for kernel, args in cases:
-        check_jvp(kernel, *args)  # the setter's forward rule writes the tangent record
-        for run in (lambda: moonlite.grad(kernel)(*args),
-                    lambda: moonlite.hvp(kernel, args, copy_arguments(args))):
-            with pytest.raises(UnsupportedError, match="writing a field of a record that is "
-                                                       "not read from a structured array here"):
-                run()
+@numba.njit
+def heaviest(p):
+    """The entry with the largest mass, kept as a record across the loop (an argmax)."""
+    best = p[0]
+    for i in range(1, p.shape[0]):
+        if p[i].m > best.m:
+            best = p[i]
+    return best.v * best.m + best.x
+
+
+@numba.njit
+def from_either_array(p, q, c):
+    r = p[1] if c > 0 else q[2]
+    r.v += c * r.x
+    return np.sum(p["v"] ** 2) + np.sum(q["v"] * q["x"])
+
+
+@numba.njit
+def the_argument_or_an_entry(r0, p, c):
+    r = r0 if c > 0 else p[2]
+    r.v = r.v * c + r.x
+    return r0.v * 2.0 + np.sum(p["v"] * p["x"])
+
+
+@numba.njit
+def _drag(body, k):
+    body.v -= k * body.v * abs(body.v)
+
+
+@numba.njit
+def dragged_by_a_helper(p, r0, k):
+    for i in range(p.shape[0]):
+        _drag(p[i], k)
+    _drag(r0, k)
+    return np.sum(p["v"] ** 2) + r0.v * r0.m
+
+
+RECORDS_NOT_FROM_AN_ARRAY = {
+    "a record argument written": (scales_a_record_argument, lambda: (_bodies()[1], 1.5)),
+    "a record chosen by a branch, written (true)": (writes_a_chosen_record,
+                                                    lambda: (_bodies(), 0.7)),
+    "a record chosen by a branch, written (false)": (writes_a_chosen_record,
+                                                     lambda: (_bodies(), -0.7)),
+    "a record carried around a loop": (heaviest, lambda: (_bodies(n=6),)),
+    "records of two arrays": (from_either_array, lambda: (_bodies(), _bodies()[::-1].copy(),
+                                                          0.4)),
+    "the argument or an entry (argument)": (the_argument_or_an_entry,
+                                            lambda: (_bodies()[0], _bodies(), 0.7)),
+    "the argument or an entry (entry)": (the_argument_or_an_entry,
+                                         lambda: (_bodies()[0], _bodies(), -0.7)),
+    "a helper writing a record it is given": (dragged_by_a_helper,
+                                              lambda: (_bodies(), _bodies()[3], 0.3)),
+}
+
+
+@pytest.mark.parametrize("name", RECORDS_NOT_FROM_AN_ARRAY)
+def test_records_not_read_from_an_array_here_in_every_mode(name):
+    """Record arguments are read as `record_view(r)[0]` (capture/parameters.py), phis of
+    records as phis of indices (capture/record_phis.py): every mode follows them."""
+    kernel, make_args = RECORDS_NOT_FROM_AN_ARRAY[name]
+    check_rule(kernel, *make_args(), second_order=True)
+
+
+def test_a_record_argument_written_is_restored_by_grad_and_its_gradient_is_one_entry():
+    r = _bodies()[1]
+    before = r.copy()
+    g = moonlite.grad(scales_a_record_argument, argnums=(0, 1))(r, 1.5)
+    assert r == before  # the pullback restores what the sweep wrote
+    x, v, s = before["x"], before["v"], 1.5
+    assert g[0].shape == (1,) and g[0].dtype == BODY
+    assert g[0][0]["x"] == pytest.approx(s * (v + x * s) + x * s * s)
+    assert g[0][0]["v"] == pytest.approx(x * s)
+    assert g[1] == pytest.approx(x * (v + x * s) + x * s * x)
+
+
+def test_a_record_phi_becomes_a_phi_of_indices():
+    fn = moonlite.capture(heaviest, _bodies(n=6))
+    moonlite.verify(fn)
+    record_phis = [op for op in fn.ops() if isinstance(op, ops.Phi)
+                   and not isinstance(op.result.type, (IntType,))]
+    assert not record_phis, [str(op.result.type) for op in record_phis]
+
+
+def test_a_view_of_a_helpers_record_holds_the_callers_array():
+    """Inlined, a helper's `record_view(r)` of an entry `p[i]` becomes `entry_view(p[i], p)`:
+    a view holding `p` alive (a record holds nothing, and a view of the entry of an array
+    whose last use had passed read freed memory: the Hessian of a record argument written
+    came out wrong before this)."""
+    from moonlite.ad.inline import inline_njit_calls
+    from moonlite.driver import PASS_CONTEXT
+    fn = inline_njit_calls(moonlite.capture(dragged_by_a_helper, _bodies(), _bodies()[3], 0.3),
+                           context=PASS_CONTEXT)
+    moonlite.verify(fn)
+    callees = [op.callee for op in fn.ops() if isinstance(op, ops.Call)]
+    assert entry_view in callees and record_view in callees  # p[i] and the argument r0
 
 
 def test_the_helpers_are_primitives_with_rules():

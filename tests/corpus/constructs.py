@@ -62,6 +62,39 @@ def morse_energy(r, site):
     return e
 
 
+@numba.njit
+def nearest_site_energy(x, sites):
+    """Each point takes the Morse parameters of its nearest site, the record found by an
+    argmin loop (`best = sites[j]`: a record carried around the loop and chosen by a branch)."""
+    e = 0.0
+    for k in range(x.shape[0]):
+        best = sites[0]
+        for j in range(1, sites.shape[0]):
+            if abs(x[k] - sites[j].r0) < abs(x[k] - best.r0):
+                best = sites[j]
+        z = 1.0 - np.exp(-best.width * (x[k] - best.r0))
+        e += best.depth * z * z
+    return e
+
+
+@numba.njit
+def _bucket_step(state, rain, k_out, evap):
+    state.storage += rain
+    state.outflow = k_out * state.storage
+    state.storage -= state.outflow + evap * state.storage
+
+
+@numba.njit
+def bucket_record_run(rain, state, k_out, evap):
+    """One bucket's state in a record, updated in place by a step helper over a rain series
+    (a record argument written, the way a model's state record is)."""
+    total = 0.0
+    for t in range(rain.shape[0]):
+        _bucket_step(state, rain[t], k_out, evap)
+        total += state.outflow ** 2
+    return total + state.storage
+
+
 def _buckets():
     return np.array([(1.5, 0.3, 0.05), (0.8, 0.6, 0.02)], dtype=BUCKET)
 
@@ -996,6 +1029,14 @@ RECORD_CASES = [
     ConstructCase("morse_energy", "record argument, r['f'] and r.f", morse_energy,
                   lambda: (_rng(1).uniform(0.8, 1.6, 5),
                            np.array([(2.0, 1.3, 1.1)], dtype=SITE)[0])),
+    ConstructCase("nearest_site_energy", "the record an argmin loop picks", nearest_site_energy,
+                  lambda: (np.array([0.2, 1.05, 1.9, 2.6]),
+                           np.array([(2.0, 1.3, 0.0), (1.5, 0.9, 1.2), (0.8, 1.7, 2.4)],
+                                    dtype=SITE))),
+    ConstructCase("bucket_record_run", "a record argument written by a step helper",
+                  bucket_record_run,
+                  lambda: (_rng(26).uniform(0.0, 2.0, 8),
+                           np.array([(1.0, 0.0)], dtype=BUCKET_STATE)[0], 0.3, 0.05)),
 ]
 
 CASES = RECORD_CASES + [

@@ -3,7 +3,8 @@ structured array it allocates from what is in scope (fields of entries written b
 attribute, an int field too), updates it in place (a for loop over its records, a whole field
 written through its view) and reduces it to a float (a whole-field sum, or a loop reading the
 fields of each entry). A third dtype has a field holding an array (`('v', 'f8', (3,))`),
-written and read by entry, by element and as the `(n, 3)` view of every entry's.
+written and read by entry, by element and as the `(n, 3)` view of every entry's. Last, the
+entry an argmax loop picks may be written through the record it keeps.
 
 Like `gen_lists.py`, the block draws from its own random stream (`rng`) and reads names only:
 a seed's kernel without the "records" group is the same text as before the group existed. Its
@@ -16,7 +17,7 @@ from __future__ import annotations
 RECORD_FEATURES = frozenset({
     "record_field_write", "record_attr_write", "record_int_field", "record_iterate_write",
     "record_whole_field_write", "record_whole_field_read", "record_field_read",
-    "record_unaligned", "record_array_field",
+    "record_unaligned", "record_array_field", "record_chosen_write",
 })
 
 _DTYPES = {
@@ -42,6 +43,7 @@ def record_block(rng, scope, fresh, emit, features: set, prelude: list, indent: 
         _vectors(rng, f, table, emit, features, indent)
     out = fresh("r")
     _reduce(rng, table, out, emit, features, indent)
+    _chosen(rng, f, table, out, fresh, emit, features, indent)  # (drawn last: see above)
     return out
 
 
@@ -84,6 +86,21 @@ def _vectors(rng, f, table, emit, features, indent) -> None:
         emit(indent + 1, "rec.x += 0.1 * np.sum(np.sin(rec.v))")
     else:
         emit(indent, f"{table}['w'][:] += np.sum(np.sin({table}['v']), axis=1)")
+
+
+def _chosen(rng, f, table, out, fresh, emit, features, indent) -> None:
+    """The entry an argmax loop picks, kept as a record around the loop, then written
+    through (capture/record_phis.py)."""
+    if rng.random() >= 0.5:
+        return
+    features.add("record_chosen_write")
+    best = fresh("best")
+    emit(indent, f"{best} = {table}[0]")
+    emit(indent, f"for i in range(1, len({table})):")
+    emit(indent + 1, f"if {table}[i].x > {best}.x:")
+    emit(indent + 2, f"{best} = {table}[i]")
+    emit(indent, f"{best}.w = {best}.w * {f} + {best}.x")
+    emit(indent, f"{out} += {best}.w + {table}[0].w")
 
 
 def _reduce(rng, table, out, emit, features, indent) -> None:

@@ -16,9 +16,11 @@ them (`np.arange(1.0, x.shape[0] + 1.0)` is a constant of the pullback, not a ca
 
 from __future__ import annotations
 
+from ..ir import ops
 from ..ir.core import Function
 from ..ir.types import ArrayType, BoolType, IntType, TupleType, is_record_array
 from ..ir.readonly import never_written
+from ..rules.records import record_view
 from ..rules.registry import has_adjoint, is_float_array
 
 
@@ -59,7 +61,11 @@ def _written_record_arrays(fn: Function) -> set:
     float array."""
     candidates = [v for v in (*fn.args, *(op.result for op in fn.ops()))
                   if v is not None and is_record_array(v.type) and not v.type.readonly]
-    return {v for v in candidates if not never_written(fn, v)}
+    written = {v for v in candidates if not never_written(fn, v)}
+    # a record argument is read as `record_view(r)[0]`: written when its view is
+    written |= {op.operands[0] for op in fn.ops() if isinstance(op, ops.Call)
+                and op.callee is record_view and op.result in written}
+    return written
 
 
 def _writable_float_array(t) -> bool:

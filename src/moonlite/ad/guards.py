@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..ir.core import Function
-from ..ir.types import ArrayType
+from ..ir.types import ArrayType, is_record
 from ..rules.overlap import may_share_memory
 from ..ir.readonly import never_written
 
@@ -38,6 +38,13 @@ def written_arguments(fn: Function) -> frozenset:
     """Indices of the array arguments `fn` may write into (through any view)."""
     return frozenset(i for i, a in enumerate(fn.args)
                      if isinstance(a.type, ArrayType) and not never_written(fn, a))
+
+
+def written_records(fn: Function) -> frozenset:
+    """Indices of the record arguments `fn` may write a field of (capture reads a record
+    argument through a view of it: `rules/records.py: record_view`)."""
+    return frozenset(i for i, a in enumerate(fn.args)
+                     if is_record(a.type) and not never_written(fn, a))
 
 
 def emit_guards(b, values: list, written: frozenset, function_name: str,
@@ -79,8 +86,20 @@ def any_shared_memory(values: tuple) -> bool:
 
 
 def private_copies(args: tuple, written: frozenset) -> tuple:
-    return tuple(a.copy() if i in written and isinstance(a, np.ndarray) else a
+    """Copies of the arrays and records (NumPy's `np.void`, which copies its bytes) at the
+    indices in `written`."""
+    return tuple(a.copy() if i in written and isinstance(a, (np.ndarray, np.void)) else a
                  for i, a in enumerate(args))
+
+
+def copy_back(target, value) -> None:
+    """Write the array or record `value` into `target` (a record has no `[...]`: its fields
+    are written one by one, nested records whole)."""
+    if isinstance(target, np.void):
+        for name in target.dtype.names:
+            target[name] = value[name]
+    else:
+        target[...] = value
 
 
 def aliasing_message(function_name: str, written: str, other: str) -> str:

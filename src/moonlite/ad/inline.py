@@ -20,11 +20,12 @@ from ..ir.traits import Trait
 from ..ir.types import ArrayType, is_record
 from ..rules.custom import lookup_custom
 from ..rules.registry import lookup_field
-from ..rules.records import field_set_by, write_field_through_view
+from ..rules.records import (field_set_by, one_entry_view, record_view,
+                             write_field_through_view)
 from .context import NO_CALLEES, PassContext
 from .instance_fields import promote_instance_fields, writes_instance_fields
 from .instances import (field_of_built_instance, read_through_built_instances,
-                        read_through_instance_phis)
+                        read_through_instance_phis, split_tuple_phis)
 from .opinfo import is_math_call, writes_no_memory
 
 
@@ -84,6 +85,8 @@ class _Inliner:
                     new.add_incoming(self.exit_block[block], self.values[value])
         if self.read_through:
             read_through_instance_phis(self.b.function, self.b)
+        else:
+            split_tuple_phis(self.b.function, self.b)
         return remove_dead_code(self.b.function)  # tuples whose entries were all read off
 
     def _emit(self, op, values: dict, blocks: dict):
@@ -100,6 +103,10 @@ class _Inliner:
             if field is not None:
                 values[op.result] = field
                 return None
+        if isinstance(op, ops.Call) and op.callee is record_view:
+            # a helper's record parameter given an entry p[i]: its view holds p alive
+            values[op.result] = one_entry_view(self.b, values[op.operands[0]])
+            return None
         name = field_set_by(op.callee) if isinstance(op, ops.Call) else None
         if name is not None and write_field_through_view(
                 self.b, values[op.operands[0]], name, values[op.operands[1]]):

@@ -16,6 +16,7 @@ from typing import Optional
 from ..rules.jitclasses import field_index, is_instance_type, maker
 from ..ir import ops
 from ..ir.core import Function
+from ..ir.types import TupleType
 
 
 def field_of_built_instance(b, instance, name: str, want):
@@ -68,7 +69,9 @@ def read_through_built_instances(fn: Function, builder) -> Function:
 def read_through_instance_phis(fn: Function, builder) -> Function:
     """In place: each phi of instances that are all built here from fields tuples of one type
     (directly, or through other such phis) gets a phi of those tuples beside it, and its field
-    reads read that phi's entries. `builder`: a Builder on `fn`."""
+    reads read that phi's entries. `builder`: a Builder on `fn`. Tuple phis holding instances
+    (`state = (Box(...), t)` carried around a loop) are first split into a phi per entry."""
+    split_tuple_phis(fn, builder)
     sources = _phis_of_built_instances(fn)
     if not sources:
         return fn
@@ -137,3 +140,66 @@ def _replace_field_reads(fn: Function, builder, tuples: dict) -> None:
     for op in fn.ops():
         op.operands = tuple(replaced.get(v, v) for v in op.operands)
 
+
+
+def split_tuple_phis(fn: Function, builder) -> None:
+    """In place: a phi of tuples with an instance or a tuple among their entries becomes one
+    phi per entry and the tuple rebuilt after them, and reads of an entry of a tuple built here
+    read the entry itself. The instance phis are then phis of built instances (above), and a
+    nested tuple carried around a loop (`st = ((a, b), c)`) is flat tuples and numbers, which
+    reverse mode follows (it refuses nested tuples)."""
+    tuple_phis = [op for op in fn.ops() if isinstance(op, ops.Phi)
+                  and isinstance(op.result.type, TupleType)
+                  and any(is_instance_type(t) or isinstance(t, TupleType)
+                          for t in op.result.type.elements)]
+    if not tuple_phis:
+        return
+    entries = {phi.result: [ops.Phi(t, loc=phi.loc, hint="entry")
+                            for t in phi.result.type.elements] for phi in tuple_phis}
+    for phi in tuple_phis:
+        for k, entry in enumerate(entries[phi.result]):
+            phi.block.insert(phi.block.ops.index(phi), entry)
+    rebuilt = {}
+    for phi in tuple_phis:
+        for block, value in phi.incoming:
+            for k, entry in enumerate(entries[phi.result]):
+                entry.add_incoming(block, _entry_at_end(builder, block, value, k, entries))
+        builder.loc = phi.loc
+        first = phi.block.ops[len(phi.block.phis)]
+        with builder.before(first):
+            rebuilt[phi.result] = builder.build_tuple(
+                [e.result for e in entries[phi.result]],
+                named=getattr(phi.result.type, "numba_type", None))
+    for op in fn.ops():
+        op.operands = tuple(rebuilt.get(v, v) for v in op.operands)
+    for phi in tuple_phis:
+        phi.block.ops.remove(phi)
+    _read_entries_of_built_tuples(fn)
+
+
+def _entry_at_end(builder, block, value, k: int, entries: dict):
+    """Entry `k` of the tuple `value` arriving from `block`."""
+    if value in entries:
+        return entries[value][k].result
+    made = getattr(value, "op", None)
+    if isinstance(made, ops.BuildTuple):
+        return made.items[k]
+    with builder.before_terminator_of(block):
+        return builder.tuple_getitem(value, k)
+
+
+def _read_entries_of_built_tuples(fn: Function) -> None:
+    """`(a, b)[0]` is `a`."""
+    same = {}
+    for op in fn.ops():
+        if isinstance(op, ops.TupleGetItem):
+            made = getattr(op.tuple, "op", None)
+            if isinstance(made, ops.BuildTuple):
+                same[op.result] = made.items[op.index]
+    def resolve(v):
+        while v in same:  # ((a, b)[0], c)[0] is a too
+            v = same[v]
+        return v
+
+    for op in fn.ops():
+        op.operands = tuple(resolve(v) for v in op.operands)

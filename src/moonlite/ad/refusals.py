@@ -47,8 +47,8 @@ _KEEP_FLOATS_APART = ("keep the values being differentiated in local variables, 
                       "jitclass or structref instances, or lists")
 
 _READ_BUILT_INSTANCES = ("read its fields and call its methods in the function that builds "
-                         "it or in njit functions it is passed to; carry the instance itself "
-                         "around a loop (not inside a tuple), or the values it is built from")
+                         "it or in njit functions it is passed to; build it from values of "
+                         "the field's own type on every path (Box(float(n)), not Box(n))")
 
 
 # Derived code handles every entry of a tuple separately (a tangent, an adjoint and a shadow per
@@ -86,9 +86,8 @@ def refusal(op: Op, carries_derivative: Callable, hidden_arrays=frozenset(),
     if isinstance(op, ops.Call) and maker(op.callee) is not None \
             and carries_derivative(op.operands[0]):
         return (f"a {class_name(result.type.numba_type)} instance built from values being "
-                "differentiated and used other than by reading its fields (kept in a tuple carried "
-                "around a loop, returned, stored, or built from fields of other types on "
-                "another path)", _READ_BUILT_INSTANCES)
+                "differentiated and used other than by reading its fields (returned, stored, or "
+                "built from fields of other types on another path)", _READ_BUILT_INSTANCES)
     if result is not None and hides_derivatives(result.type) \
             and any(carries_derivative(v) for v in op.operands):
         return (f"{describe(op)}, which puts a value being differentiated into a "

@@ -35,6 +35,7 @@ from .loops import LoopReads
 from .messages import (CONTAINER_HINT, construct_of, container_construct, hint_of,
                        is_container, is_string, unsupported_expr, user_type)
 from .parameters import Parameters
+from .record_phis import route_record_phis
 from .pipeline import TypedIR
 from .record_fields import RecordFields
 from ..rules.overlap import may_view_memory, refuse_overlap
@@ -84,6 +85,7 @@ class Importer(Parameters, ConstructReads, GrowingLists, LoopReads, RecordFields
         self._fill_phis()
         self._check_list_phis()
         self._remove_trivial_list_phis()
+        route_record_phis(self.b.function)
         fn = remove_dead_code(self.b.function)
         self.check_array_lists(fn)
         self._refuse_ill_typed_ops(fn)

@@ -1,13 +1,16 @@
 """A captured function's parameters (`Importer._new_function`), and how its body reads them
 (`on_arg`): numba's parameters less omitted defaults, a `*args` tuple spread into one parameter
 per entry, and, in a helper's column form (`list_helpers.py`), a list parameter given as its
-buffers and its length."""
+buffers and its length. A record parameter is read as `record_view(r)[0]`, an entry of a
+structured array of one entry viewing it (`rules/records.py`), so its fields are read and
+written as entries' are, in every mode."""
 
 from __future__ import annotations
 
 from .. import _numba as nb
 from ..ir.builder import Builder
-from ..ir.types import from_numba, int64
+from ..ir.types import ArrayType, from_numba, int64
+from ..rules.records import record_view
 from .constructs import StarArgs, is_star_args
 from .list_helpers import is_list_parameter
 from .lists import GrowingList
@@ -64,7 +67,13 @@ class Parameters:
             return self._const_value(bound.value)
         if isinstance(bound, StarArgs):
             return self.b.build_tuple(bound.values)
+        if isinstance(self.typed.argtypes[value.index], nbt.Record):
+            return self._record_as_entry(bound)
         return bound
+
+    def _record_as_entry(self, record):
+        holder = self.b.call(record_view, [record], type=ArrayType(record.type, 1, "C"))
+        return self.b.getitem(holder, self.b.const(0, int64), type=record.type)
 
     def given_list(self, t) -> GrowingList:
         """A list parameter of a helper's column form (`list_helpers.py`): given as its

@@ -14,14 +14,20 @@ from .traits import Trait
 
 def remove_dead_code(fn: Function) -> Function:
     """Drop pure ops (`Trait.PURE`: no effect, never raising, so not divisions, which raise
-    ZeroDivisionError in the primal) whose results are unused, repeatedly (a dead op may feed
-    another)."""
-    while True:
-        used = {v for op in fn.ops() for v in op.operands}
-        dead = [op for op in fn.ops()
-                if op.traits() & Trait.PURE and op.result is not None and op.result not in used]
-        if not dead:
-            return fn
-        dead_ids = set(map(id, dead))
-        for block in fn.blocks:
-            block.ops = [op for op in block.ops if id(op) not in dead_ids]
+    ZeroDivisionError in the primal) whose results nothing else needs: marked from the ops
+    that must stay, so phis that only feed each other (a loop carrying a value nothing reads
+    after the loop) go too."""
+    def removable(op) -> bool:
+        return bool(op.traits() & Trait.PURE) and op.result is not None
+
+    defined_by = {op.result: op for op in fn.ops() if op.result is not None}
+    live, work = set(), [op for op in fn.ops() if not removable(op)]
+    while work:
+        for v in work.pop().operands:
+            if v not in live:
+                live.add(v)
+                if v in defined_by:
+                    work.append(defined_by[v])
+    for block in fn.blocks:
+        block.ops = [op for op in block.ops if not removable(op) or op.result in live]
+    return fn

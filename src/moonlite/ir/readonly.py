@@ -21,8 +21,9 @@ _ESCAPES = (ops.BuildTuple, ops.Return, ops.Raise)
 
 
 def never_written(fn: Function, arg) -> bool:
-    """True if `fn` provably never writes into the array argument `arg` (or a view of it)."""
-    if not isinstance(arg.type, ArrayType):
+    """True if `fn` provably never writes into the array argument `arg` (or a view of it; a
+    record argument is an array to this question: capture reads it through a view of it)."""
+    if not (isinstance(arg.type, ArrayType) or is_record(arg.type)):
         return True
     users = value_users(fn)
     return not any(use_kind(op, position) == "write"

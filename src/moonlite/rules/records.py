@@ -124,6 +124,91 @@ def as_aligned(typingctx, view):
     return result(view), _same_value
 
 
+def _one_entry_array(context, builder, record, array_type, pointer, owner=None):
+    """The array struct of one entry of `record`'s type at `pointer`, held alive by the array
+    `owner` (its meminfo) when given."""
+    array = context.make_array(array_type)(context, builder)
+    intp = context.get_value_type(nb.types.intp)
+    size = intp(record.size)
+    meminfo = None if owner is None else owner.meminfo
+    nb.populate_array(array, data=builder.bitcast(pointer, array.data.type),
+                      shape=nb.cgutils.pack_array(builder, [intp(1)]),
+                      strides=nb.cgutils.pack_array(builder, [size]),
+                      itemsize=size, meminfo=meminfo)
+    return nb.impl_ret_borrowed(context, builder, array_type, array._getvalue())
+
+
+@nb.intrinsic
+def _as_one_entry_array(typingctx, record):
+    """The record `record` as a structured array of one entry viewing its bytes (numba passes
+    a record as a pointer to them; the caller that owns them outlives the call)."""
+    if not isinstance(record, nb.types.Record):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return _one_entry_array(context, builder, record, signature.return_type, args[0])
+
+    return nb.types.Array(record, 1, "C")(record), codegen
+
+
+@nb.intrinsic
+def _as_entry_array_of(typingctx, record, owner):
+    """As `_as_one_entry_array` for a record read out of the array `owner`: the view holds
+    `owner` alive as numpy's views do (a record alone holds nothing: once `owner`'s last
+    use had passed, a view of its entry would point into freed memory)."""
+    if not (isinstance(record, nb.types.Record) and isinstance(owner, nb.types.Array)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        owner_array = context.make_array(owner)(context, builder, args[1])
+        return _one_entry_array(context, builder, record, signature.return_type, args[0],
+                                owner_array)
+
+    return nb.types.Array(record, 1, "C")(record, owner), codegen
+
+
+record_view = njit_from_source("def record_view(r):\n    return as_one_entry_array(r)\n",
+                               "record_view", "record view",
+                               as_one_entry_array=_as_one_entry_array)
+record_view.__doc__ = """`record_view(r)`: a structured array of one entry viewing the record `r`.
+Capture reads a record argument `r` as `record_view(r)[0]`, a record read from an array like
+any other, so every mode reads and writes its fields as it does entries' (writes through field
+views, saved and restored by reverse mode). Linear and a view (`AXES_VIEW`): a tangent record's
+view is its tangent; reverse mode makes the record argument's one-entry shadow its shadow."""
+register(record_view, jvp=linear_call(record_view), adjoint=no_adjoint, reads=reads_nothing,
+         keywords=(), traits=AXES_VIEW | VIEW)
+
+entry_view = njit_from_source("def entry_view(r, owner):\n"
+                              "    return as_entry_array_of(r, owner)\n",
+                              "entry_view", "entry view", as_entry_array_of=_as_entry_array_of)
+entry_view.__doc__ = """`entry_view(p[i], p)`: `record_view` of an entry of `p`, holding `p`
+alive. Inlining a helper that takes a record turns its `record_view(r)` into this when the
+caller passes an entry (`ad/inline.py`)."""
+
+
+def _entry_view_jvp(b, primals, tangents, kwargs):
+    positional_only(kwargs, primals, 2)
+    drecord, downer = tangents
+    if drecord is None:
+        return None
+    if downer is None:  # a tangent record of the caller's frame (zero_record_like)
+        return b.call(record_view, [drecord], type=ArrayType(primals[0].type, 1, "C"))
+    return b.call(entry_view, [drecord, downer], type=ArrayType(primals[0].type, 1, "C"))
+
+
+register(entry_view, jvp=_entry_view_jvp, adjoint=no_adjoint, reads=reads_nothing,
+         keywords=(), traits=AXES_VIEW | VIEW)
+
+
+def one_entry_view(b, record):
+    """`record_view(record)`, or `entry_view(p[i], p)` for a record read as `p[i]`."""
+    source = record_source(record)
+    array_type = ArrayType(record.type, 1, "C")
+    if source is None:
+        return b.call(record_view, [record], type=array_type)
+    return b.call(entry_view, [record, source.value], type=array_type)
+
+
 def field_is_aligned(record_type, name: str) -> bool:
     """True if field `name` of the numba record type sits at a multiple of its alignment in
     every entry: its offset and the record's size are both multiples of it."""

@@ -63,9 +63,10 @@ class _ReversePass(CustomRuleAdjoints, KeptValues, AdjointStore, ForwardSweep, P
         self.strong_zeros = strong_zeros  # every adjoint product zero-guarded (elementwise.py)
         self.context = context  # callee IR for custom.py (driver.PASS_CONTEXT)
         out = fn.return_type
-        if not (_is_float(out) or _is_float_array(out)):
+        if not (_is_float(out) or _is_float_array(out) or _is_tuple_output(out)):
             raise self.unsupported(None, f"reverse mode of a function returning {out}",
-                                   "return a float or a float array")
+                                   "return a float, a float array, or a tuple or namedtuple "
+                                   "of them")
         # arrays without shadows: inactive read-only data, and views of them (and inactive
         # records: never written, see rules/records.py)
         self.constant_arrays = {a for i, a in enumerate(fn.args) if active is not None
@@ -77,8 +78,7 @@ class _ReversePass(CustomRuleAdjoints, KeptValues, AdjointStore, ForwardSweep, P
         names = [a.name for a in fn.args] + ["dout"]
         # an array output is returned as a copy taken at the return (the pullback then undoes
         # writes): a C-contiguous array whatever the layout of the value returned
-        self.out_type = ArrayType(out.dtype, out.ndim, "C", False) if _is_float_array(out) \
-            else out
+        self.out_type = output_type(out)
         self.b = Builder.new_function(f"{fn.name}_rev", [*fn.argtypes, out], names,
                                       TupleType((self.out_type, grads)), loc=fn.loc,
                                       boundscheck=fn.boundscheck)
@@ -123,6 +123,10 @@ class _ReversePass(CustomRuleAdjoints, KeptValues, AdjointStore, ForwardSweep, P
         self.b.position_at_end(self.setup)
         self.block_stack = None  # made on first use: numba cannot type a list never pushed to
         self.out_var = ops.LocalVar(self.out_type, "out")
+        # the shadows of the arrays of a tuple output, set at the return taken (sweep.py)
+        self.out_shadow_vars = {k: ops.LocalVar(t, f"out_shadow{k}")
+                                for k, t in enumerate(getattr(self.out_type, "elements", ()))
+                                if isinstance(t, ArrayType)}
         self.return_var, self.returns = ops.LocalVar(int64, "return_taken"), []
         self._shadow_arguments()
         for block in order:
@@ -152,6 +156,22 @@ class _ReversePass(CustomRuleAdjoints, KeptValues, AdjointStore, ForwardSweep, P
         source = linecache.getline(loc.filename, loc.line) if loc.line else ""
         return UnsupportedError(construct, function=self.fn.name, argtypes=self.fn.argtypes,
                                 loc=loc, hint=hint, source_line=source)
+
+
+def _is_tuple_output(t) -> bool:
+    """A tuple (or namedtuple) output of floats and float arrays: its cotangent is a tuple."""
+    return isinstance(t, TupleType) and len(t.elements) > 0 and all(
+        _is_float(e) or _is_float_array(e) for e in t.elements)
+
+
+def output_type(out):
+    """The type of the output a reverse rule returns: arrays as C-contiguous copies taken at
+    the return (the pullback then undoes writes), a tuple output as a plain tuple of those."""
+    if _is_float_array(out):
+        return ArrayType(out.dtype, out.ndim, "C", False)
+    if isinstance(out, TupleType):
+        return TupleType(tuple(output_type(e) for e in out.elements))
+    return out
 
 
 def _refuse_reverse_over_reverse(self, op: Op) -> None:

@@ -143,6 +143,13 @@ class Pullback:
         value = op.value
         if _is_float(value.type):
             self.accumulate(value, self.dout)
+        elif isinstance(value.type, TupleType):  # the cotangent is a tuple: entry by entry
+            for k, t in enumerate(value.type.elements):
+                cotangent = self.b.tuple_getitem(self.dout, k)
+                if k in self.out_shadow_vars:
+                    self.b.inplace(ops.Add, self.b.load(self.out_shadow_vars[k]), cotangent)
+                else:
+                    self.accumulate(Entry(value, k), cotangent)
         else:
             shadow = self.shadow(value)
             if shadow is not None:

@@ -24,7 +24,7 @@ import functools
 from ...ir import Builder, ops
 from ...ir.core import Argument, Function, Op, Value
 from ...ir.traits import Trait
-from ...ir.types import ArrayType, BoolType, FloatType, IntType, is_float_record
+from ...ir.types import ArrayType, BoolType, FloatType, IntType, is_float_record, is_record
 from ...rules import RuleNotApplicable, lookup_jvp
 from ...rules.registry import lookup_field
 from ...rules.custom import lookup_custom
@@ -177,6 +177,8 @@ def rematerializable(fn: Function, value: Value, written_cache: dict,
     if isinstance(op, ops.BuildSlice) or (isinstance(op, ops.BuildTuple) and not any(
             _float_or_float_array(v.type) for v in op.operands)):
         return True  # indices: a[i, j], a[lo:hi]
+    if isinstance(op, ops.GetItem) and is_record(value.type):
+        return True  # a reference to an entry (no bytes read): recomputed from array and index
     if isinstance(op, ops.GetItem) and not isinstance(value.type, ArrayType):
         root = op.value
         if root not in written_cache:

@@ -22,9 +22,9 @@ from ..opinfo import (positional as _positional,
 from ..tangents import mentions_complex
 from ..refusals import refusal
 from .types import (Entry, has_adjoint as _has_adjoint, has_shadow,
-                    is_float_array as _is_float_array, writable as _writable)
+                    is_float_array as _is_float_array, shadow_type, writable as _writable)
 from .keep import How, Kept, Saved, ShadowOf
-from ...rules.records import record_source
+from ...rules.records import entry_view, record_source, record_view
 
 
 class ForwardSweep:
@@ -138,6 +138,8 @@ class ForwardSweep:
         if isinstance(op, ops.TupleGetItem):  # the array in the tuple: its shadow is the entry's
             return self.shadows.get(Entry(op.tuple, op.index))
         source = _view_source(op)
+        if isinstance(op, ops.Call) and op.callee in (record_view, entry_view):
+            return self._entry_view_shadow(op)
         if source is not None and is_float_record(source.type):
             src_shadow = self._record_shadow(source, op)
         elif source is None or source not in self.shadows:
@@ -155,6 +157,19 @@ class ForwardSweep:
                                {k: self.values[v] for k, v in op.keywords.items()})
         args = [self.values[a] for a in op.positional]
         return self.b.method_call(op.method, src_shadow, args)
+
+    def _entry_view_shadow(self, op: ops.Call) -> Optional[Value]:
+        """The shadow of a one-entry view of a record (`record_view`, `entry_view`): the
+        one-entry shadow of a record argument itself, or the same view of the entry's shadow
+        holding the shadow array alive (a view of a record holds nothing: records.py)."""
+        record = op.operands[0]
+        if isinstance(record, Argument):
+            return self.shadows.get(record)
+        entry = self._record_shadow(record, op)
+        if entry is None:
+            return None
+        owner = self.shadows.get(record_source(record).value)
+        return self.b.call(entry_view, [entry, owner], type=op.result.type)
 
     def _record_shadow(self, record: Value, op: Op) -> Optional[Value]:
         """In the forward sweep: the shadow record of a record an array field is read from
@@ -227,10 +242,28 @@ class ForwardSweep:
         out = self.values[op.value]
         if isinstance(out.type, ArrayType):
             out = self.b.method_call("copy", out, [])  # the pullback restores written arrays
+        elif isinstance(out.type, TupleType):
+            out = self._tuple_output(op.value, out)
         self.b.store(self.out_var, out)
         self.b.store(self.return_var, self.b.const(len(self.returns), int64))
         self.returns.append(op.block)
         self.b.jump(self.handoff)
+
+    def _tuple_output(self, old: Value, out: Value) -> Value:
+        """A tuple output as the plain tuple the rule returns (arrays copied, as above); the
+        shadows of its arrays stored for the pullback (`rv_return`), a zero array standing
+        in for the shadow of a constant one."""
+        items = []
+        for k, t in enumerate(old.type.elements):
+            item = self.b.tuple_getitem(out, k)
+            if isinstance(t, ArrayType):
+                shadow = self.shadows.get(Entry(old, k))
+                if shadow is None:
+                    shadow = self.b.call(np.zeros_like, [item], type=shadow_type(t))
+                self.b.store(self.out_shadow_vars[k], shadow)
+                item = self.b.method_call("copy", item, [])
+            items.append(item)
+        return self.b.build_tuple(items)
 
     def _hand_over(self) -> None:
         """handoff -> resume -> the reverse of the block whose return was taken."""
