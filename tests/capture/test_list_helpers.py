@@ -142,8 +142,52 @@ def _forward(layers, h):
 
 @numba.njit
 def two_layers(W1, W2, x):
-    """A list literal of weight matrices given to a helper (kept as a list of arrays)."""
+    """A list literal of weight matrices given to a helper: the tuple of them (nothing changes
+    the list: `ListAnalysis.tuples_for_helpers`)."""
     return _forward([W1, W2], x)
+
+
+@numba.njit
+def _net(layers, biases, x):
+    h = x
+    for k, (W, b) in enumerate(zip(layers, biases)):
+        h = W @ h + b
+        if k < len(layers) - 1:
+            h = np.tanh(h)
+    return h
+
+
+@numba.njit
+def mlp_loss(x, W1, W2, W3, b1, b2, b3, y):
+    """An MLP whose layers differ in shape, given to a helper as list literals."""
+    return np.sum((_net([W1, W2, W3], [b1, b2, b3], x) - y) ** 2)
+
+
+@numba.njit
+def mlp_in_the_kernel(x, W1, W2, W3):
+    """The layers of an MLP in a list literal walked in the kernel (`for W in layers`, a tuple
+    indexed at run time: reverse mode picks the entry's shadow at run time too)."""
+    layers = [W1, W2, W3]
+    h = x
+    for k in range(len(layers)):
+        h = np.tanh(layers[k] @ h)
+    return np.sum(h)
+
+
+@numba.njit
+def _scale_each(ws, s):
+    for w in ws:
+        w *= s
+
+
+@numba.njit
+def scaled_through_the_list(x, s):
+    """A helper writing the arrays of a list literal: the kernel sees the writes (a tuple holds
+    references, as a list does)."""
+    a = x.copy()
+    b = x[:2] * 2.0
+    _scale_each([a, b], s)
+    return np.sum(a ** 2) + np.sum(b)
 
 
 @numba.njit
@@ -195,12 +239,35 @@ def test_a_helper_given_a_list_of_arrays_returns_an_array():
     check_rule(trajectory_norms, X, 1.3)
 
 
-def test_layers_of_different_shapes_raise_a_clear_error():
-    """The list of arrays is one array of rows: entries of different shapes cannot be rows of
-    it, which is a run-time ValueError, never a wrong value."""
-    W1, W2, x = np.ones((4, 3)), np.ones((4, 4)), np.ones(3)
-    with pytest.raises(ValueError, match="the arrays appended to a list differ in shape"):
-        moonlite.grad(two_layers)(W1, W2, x)
+def test_layers_of_different_shapes_in_every_mode():
+    """A list literal of arrays given to a helper is the tuple of its arrays, which may differ
+    in shape (a list of arrays built by append is one array of rows, which cannot)."""
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal(4), rng.standard_normal(2)
+    W = [rng.standard_normal(s) for s in ((5, 4), (3, 5), (2, 3))]
+    b = [rng.standard_normal(n) for n in (5, 3, 2)]
+    check_rule(mlp_loss, x, *W, *b, y, second_order=True)
+    check_rule(mlp_in_the_kernel, x, *W, second_order=True)
+    check_rule(two_layers, W[0], rng.standard_normal((4, 5)), x, second_order=True)
+    check_rule(scaled_through_the_list, X, 0.7, second_order=True)
+
+
+@numba.njit
+def _appends_a_layer(layers, W):
+    layers.append(W)
+    return len(layers)
+
+
+@numba.njit
+def grows_a_literal_in_a_helper(W1, W2):
+    return _appends_a_layer([W1, W2], W1) * np.sum(W1)
+
+
+def test_a_helper_changing_a_literal_of_arrays_is_refused_by_name():
+    W = np.ones((2, 2))
+    with pytest.raises(moonlite.UnsupportedError, match="a list literal of arrays given to "
+                                                        "_appends_a_layer"):
+        moonlite.grad(grows_a_literal_in_a_helper)(W, W)
 
 
 @numba.njit

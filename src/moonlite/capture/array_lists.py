@@ -79,6 +79,7 @@ class ArrayLists:
 
     def _init_array_lists(self) -> None:
         self.array_list_buffers: list = []  # every buffer value made for a list of arrays
+        self.array_literal_tuples: set = set()  # list literals of arrays given to helpers
         self.array_list_ops: set = set()  # ids of the ops that build and append them
         self.array_appends: list = []  # (the row write of an append, the array appended)
 

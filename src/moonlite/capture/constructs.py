@@ -19,7 +19,8 @@ from ..ir import ops
 from ..ir.core import Value
 from ..ir.types import ArrayType, OpaqueType, TupleType, from_numba, int64
 from ..ir.typing import TypingFailure, call_result_type
-from . import rewrites
+from ..errors import CaptureError
+from . import array_lists, rewrites
 from . import statics as st
 from .iterators import check_unpack_length
 from ..rules.jitclasses import is_numba_instance_type, maker_for
@@ -226,10 +227,38 @@ class ConstructReads:
             return self._list_for_helper(bound, callee.obj, param, var)
         if not isinstance(bound, st.ListLiteral):
             return self.value(var)
+        if isinstance(callee, st.StaticObject) and nb.is_njit_dispatcher(callee.obj) \
+                and self.list_analysis.root(var.name) in self.list_analysis.tuples_for_helpers:
+            return self._array_literal_for_helper(bound, callee.obj)
         if not (isinstance(callee, st.StaticObject)
                 and any(callee.obj is f for f in READS_A_LIST_AS_A_TUPLE)):
             self.value(var)  # refused, naming the construct
         return self._list_as_tuple(bound)
+
+    def _array_literal_for_helper(self, literal: st.ListLiteral, helper) -> Value:
+        """A list literal of arrays nothing changes, given to njit `helper`: the tuple of its
+        arrays (`list_plans.ListAnalysis.tuples_for_helpers`), for which numba compiles the
+        helper again. A tuple holds references as the list does, and its arrays may differ in
+        shape (the layers of an MLP), which a list kept as rows of one array cannot."""
+        items = self._list_as_tuple(literal)
+        if len({t for t in items.type.elements}) != 1:
+            self.unsupported(f"a list literal of arrays of different types given to "
+                             f"{helper.__name__}()", "give the helper a tuple of them")
+        self.array_literal_tuples.add(items)
+        return items
+
+    def _check_helper_takes_tuples(self, fn, args: list) -> None:
+        """numba compiles `fn` for the tuples list literals of arrays became, or the call is
+        refused by name (the helper changes the list: `append`, ...)."""
+        try:
+            array_lists.capture_callee(fn, tuple(a.type.to_numba() for a in args))
+        except CaptureError:
+            self.unsupported(f"a list literal of arrays given to {fn.__name__}(), which numba "
+                             "cannot compile for the tuple of them (moonlite passes a list "
+                             "literal of arrays nothing changes as a tuple; a helper calling "
+                             "list methods on it needs a list)",
+                             "let the helper read the list only (len, ys[i], for), or append "
+                             "in the kernel")
 
     def _list_for_helper(self, lst: GrowingList, helper, param, var) -> ListArgument:
         """A list built by append, passed to an njit helper (`helper_call`, once the call's
@@ -252,6 +281,8 @@ class ConstructReads:
             self.unsupported(f"a list built by append passed by keyword to {fn.__name__}(), "
                              "whose keywords moonlite cannot put in position",
                              "pass the list by position")
+        if any(a in self.array_literal_tuples for a in args if isinstance(a, Value)):
+            self._check_helper_takes_tuples(fn, args)
         if not any(isinstance(a, ListArgument) for a in args):
             return fn, args
         if not needs_column_form(args):

@@ -48,13 +48,21 @@ class ListAnalysis:
         self._wrapped: dict = {}  # result of enumerate(...) or zip(...) -> its arguments
         self._iadds: list = []  # (label, target, lhs) of every `a += b`
         self._given: list = []  # variables given to njit functions
+        self._build_items: dict = {}  # build_list target -> its item variables
         for label, block in blocks.items():
             for stmt in block.body:
                 self._scan(label, stmt, builds, mutated, appends, iternexts)
         self._lists_extended_by_plus(typemap, mutated)
         # a list given to an njit helper (even one never appended to, `f([a, b])`) is kept
-        # as a growing list is: the helper is given its entries (`list_helpers.py`)
-        mutated.update(v for v in self._given if isinstance(typemap.get(v), nb.types.List))
+        # as a growing list is: the helper is given its entries (`list_helpers.py`); but a
+        # literal of arrays nothing changes is given as the tuple of its arrays (layers of an
+        # MLP differ in shape, which a growing list of arrays cannot hold: constructs.py)
+        changed = {self.root(m) for m in mutated}
+        self.tuples_for_helpers = {
+            self.root(v) for v in self._given
+            if self._array_literal(v, builds, typemap) and self.root(v) not in changed}
+        mutated.update(v for v in self._given if isinstance(typemap.get(v), nb.types.List)
+                       and self.root(v) not in self.tuples_for_helpers)
         roots = {self.root(m) for m in mutated}
         self.growing = {name for name in set(self.parent) | set(builds)
                         if self.root(name) in roots}
@@ -62,6 +70,15 @@ class ListAnalysis:
         loops = self.cfg.loops()
         self.plans = self._plans(blocks, loops, builds, appends, iternexts)
         self.resized_while_walked = self._walked_and_resized(loops, iternexts)
+
+    def _array_literal(self, name: str, builds: dict, typemap: dict) -> bool:
+        """True if `name` is a list literal of arrays of exactly the list's entry type."""
+        t = typemap.get(name)
+        if not (isinstance(t, nb.types.List) and isinstance(t.dtype, nb.types.Array)):
+            return False
+        literals = [b for b in builds if self.root(b) == self.root(name)]
+        return len(literals) == 1 and bool(self._build_items.get(literals[0])) and all(
+            typemap.get(item) == t.dtype for item in self._build_items[literals[0]])
 
     def root(self, name: str) -> str:
         while self.parent.setdefault(name, name) != name:
@@ -89,6 +106,7 @@ class ListAnalysis:
                     self._union(name, v.name)
         elif value.op == "build_list":
             builds[name] = label
+            self._build_items[name] = [v.name for v in value.items if isinstance(v, ir.Var)]
         elif value.op == "getattr" and value.attr in _LIST_MUTATORS:
             mutated.add(value.value.name)
             if value.attr in ("append", "extend"):

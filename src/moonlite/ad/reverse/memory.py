@@ -243,13 +243,10 @@ class MemoryAdjoints:
 
     def _rv_tuple_entry_at(self, op: ops.GetItem) -> None:
         """t[i] with i known at run time (a homogeneous tuple): the entry i was gets the
-        adjoint, through a select per entry (tuples are short)."""
+        adjoint, through a select per entry (tuples are short); an array entry shares its
+        shadow with the result."""
         if not _is_float(op.result.type):
-            if _has_adjoint(op.result.type):
-                raise self.unsupported(op, f"indexing a tuple of {op.result.type} with an index "
-                                       "known only at run time, in reverse mode",
-                                       "index it with a constant, or make it an array")
-            return
+            return  # an array: its shadow is the entry's (sweep._shadow_of_entry_at)
         adjoint = self.take_adjoint(op.result)
         n = len(op.value.type.elements)
         index = self.recall(op.index)

@@ -140,6 +140,8 @@ class ForwardSweep:
         source = _view_source(op)
         if isinstance(op, ops.Call) and op.callee in (record_view, entry_view):
             return self._entry_view_shadow(op)
+        if isinstance(op, ops.GetItem) and isinstance(op.value.type, TupleType):
+            return self._shadow_of_entry_at(op)
         if source is not None and is_float_record(source.type):
             src_shadow = self._record_shadow(source, op)
         elif source is None or source not in self.shadows:
@@ -157,6 +159,27 @@ class ForwardSweep:
                                {k: self.values[v] for k, v in op.keywords.items()})
         args = [self.values[a] for a in op.positional]
         return self.b.method_call(op.method, src_shadow, args)
+
+    def _shadow_of_entry_at(self, op: ops.GetItem) -> Optional[Value]:
+        """`t[i]` of a tuple of arrays with `i` known at run time (`for W in layers`): the
+        shadow of entry `i`, picked at run time out of the tuple of the entries' shadows (a
+        zero stand-in for a constant entry), so the adjoints sent to `t[i]` reach entry `i`."""
+        n = len(op.value.type.elements)
+        shadows = [self.shadows.get(Entry(op.value, k)) for k in range(n)]
+        if all(s is None for s in shadows):
+            return None
+        tup = self.values[op.value]
+        items = [s if s is not None else
+                 self.b.call(np.zeros_like, [self.b.tuple_getitem(tup, k)],
+                             type=shadow_type(op.value.type.elements[k]))
+                 for k, s in enumerate(shadows)]
+        if len({item.type for item in items}) != 1:
+            raise self.unsupported(op, f"indexing a tuple of {op.result.type} with an index "
+                                   "known only at run time, in reverse mode, where the "
+                                   "entries' shadows differ in layout",
+                                   "index it with a constant, or make it an array")
+        return self.b.getitem(self.b.build_tuple(items), self.values[op.index],
+                              type=items[0].type)
 
     def _entry_view_shadow(self, op: ops.Call) -> Optional[Value]:
         """The shadow of a one-entry view of a record (`record_view`, `entry_view`): the
