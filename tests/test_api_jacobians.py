@@ -70,6 +70,12 @@ def curve(t, c):
     return out
 
 
+@numba.njit
+def every_other_square(x):
+    y = x * x
+    return y[::2]  # a strided view: the reverse rule's cotangent is C-contiguous as its output
+
+
 X = np.linspace(-0.7, 0.9, 5)
 A = np.random.default_rng(3).standard_normal((3, 4))
 
@@ -85,9 +91,10 @@ A = np.random.default_rng(3).standard_normal((3, 4))
     (writes_its_input, (X, 1.3), 0),
     (curve, (0.4, np.array([2.0, 0.5])), 0),
     (curve, (0.4, np.array([2.0, 0.5])), (0, 1)),
+    (every_other_square, (X,), 0),
 ], ids=["matrix_out_wrt_vector", "matrix_out_wrt_scalar", "matrix_out_wrt_both",
         "scalar_of_matrix", "fortran_matrix", "strided_view_tuple_argnums", "writes_its_input",
-        "curve_wrt_float", "curve_wrt_both"])
+        "curve_wrt_float", "curve_wrt_both", "strided_output"])
 def test_jacobians_match_central_differences(api, f, args, argnums):
     before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     jac = getattr(moonlite, api)(f, argnums)(*args)

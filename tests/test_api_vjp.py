@@ -245,6 +245,35 @@ def passes_an_argument_through(x, a):
     return a * 2.0, x
 
 
+@numba.njit
+def views_in_the_output(A, b):
+    B = A * b
+    return np.sum(B), B[1:, :], (B * 2.0).T, B[::2, 0]
+
+
+Fit = namedtuple("Fit", ["loss", "iterations", "converged", "params"])
+
+
+@numba.njit
+def descend(x, lr):
+    """Gradient descent until the step is small: the loss and the iteration count."""
+    w = x.copy()
+    n = 0
+    for _ in range(50):
+        g = 2.0 * (w - 1.0)
+        w = w - lr * g
+        n += 1
+        if np.sum(g * g) < 1e-3:
+            break
+    return np.sum((w - 1.0) ** 2) + np.sum(x), n
+
+
+@numba.njit
+def fitted(x, lr):
+    w = x * lr
+    return Fit(np.sum(w ** 2), 3, True, w)
+
+
 TUPLE_OUTPUTS = {
     "a float and an array": (loss_and_prediction, (np.linspace(0.1, 1, 5), 1.5)),
     "a namedtuple": (summary, (np.linspace(0.1, 1, 5), 1.5)),
@@ -252,6 +281,9 @@ TUPLE_OUTPUTS = {
     "two returns (first)": (by_branch, (np.linspace(0.1, 1, 5), 1.0)),
     "two returns (second)": (by_branch, (np.linspace(0.1, 1, 5), -1.0)),
     "an argument passed through": (passes_an_argument_through, (np.linspace(0.1, 1, 5), 0.3)),
+    "views of other layouts": (views_in_the_output, (np.arange(6.0).reshape(3, 2), 0.5)),
+    "an int beside the loss": (descend, (np.array([0.3, -0.2, 0.8]), 0.1)),
+    "ints and bools in a namedtuple": (fitted, (np.array([0.3, -0.2, 0.8]), 0.1)),
 }
 
 
@@ -294,3 +326,15 @@ def test_grad_and_jacrev_of_a_tuple_output_say_why():
         moonlite.grad(loss_and_prediction)(np.linspace(0.1, 1, 5), 1.5)
     with pytest.raises(ArgumentError, match="must return a float or a float array"):
         moonlite.jacrev(loss_and_prediction)(np.linspace(0.1, 1, 5), 1.5)
+
+
+def test_the_cotangent_of_an_int_output_entry_is_unused():
+    x = np.array([0.3, -0.2, 0.8])
+    (loss, n), pullback = moonlite.vjp(descend, x, 0.1)
+    assert isinstance(n, int)
+    gx, glr = pullback((1.0, None))  # None or a number for the int entry
+    _, again = moonlite.vjp(descend, x, 0.1)
+    np.testing.assert_array_equal(again((1.0, 7))[0], gx)
+    _, third = moonlite.vjp(descend, x, 0.1)
+    with pytest.raises(ArgumentError, match="entry 1: the output entry is an int"):
+        third((1.0, np.ones(2)))

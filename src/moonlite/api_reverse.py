@@ -254,6 +254,12 @@ def _check_cotangent(dout, out, where: str) -> None:
                                 f"cotangent must be a tuple of {len(out)} entries, got "
                                 f"{type(dout).__name__}")
         for k, (d, o) in enumerate(zip(dout, out)):
+            if _no_derivative(o):
+                if not (d is None or _is_real(d)):
+                    raise ArgumentError(f"{where}, entry {k}: the output entry is an int or a "
+                                        f"bool: its cotangent is unused (pass None or 0), got "
+                                        f"{type(d).__name__}")
+                continue
             _check_cotangent(d, o, f"{where}, entry {k}")
         return
     if isinstance(out, np.ndarray):
@@ -275,10 +281,16 @@ def _check_cotangent(dout, out, where: str) -> None:
 
 def _as_cotangent(dout, out):
     if isinstance(out, tuple):  # (a namedtuple's cotangent: a plain tuple, as its tangent)
-        return tuple(_as_cotangent(d, o) for d, o in zip(dout, out))
+        return tuple(type(o)(0) if _no_derivative(o) else _as_cotangent(d, o)
+                     for d, o in zip(dout, out))
     if isinstance(out, np.ndarray):
-        return dout
+        return np.ascontiguousarray(dout)  # (the rule's cotangent is C-contiguous, as its output)
     return type(out)(dout) if isinstance(out, np.floating) else float(dout)
+
+
+def _no_derivative(value) -> bool:
+    """An int or bool output entry (numba boxes them as Python ints and bools)."""
+    return isinstance(value, (bool, int, np.integer, np.bool_))
 
 
 def _is_real(value) -> bool:

@@ -318,14 +318,17 @@ def _only(tangents, i: int) -> list:
 
 def _reverse_output(value) -> bool:
     """An output reverse mode takes: a float, a float array, a tuple of those."""
-    if isinstance(value, tuple):
-        return len(value) > 0 and all(_kind(v) in ("float", "array") for v in value)
+    if isinstance(value, tuple):  # (ints and bools beside: their cotangents are unused)
+        kinds = [_kind(v) for v in value]
+        return any(k in ("float", "array") for k in kinds) and all(
+            k in ("float", "array") or isinstance(v, (bool, int, np.integer, np.bool_))
+            for k, v in zip(kinds, value))
     return _kind(value) in ("float", "array")
 
 
 def _random_cotangent(out, rng):
     if isinstance(out, tuple):  # a namedtuple's cotangent is a plain tuple
-        return tuple(_random_cotangent(o, rng) for o in out)
+        return tuple(None if _kind(o) == "none" else _random_cotangent(o, rng) for o in out)
     if _kind(out) == "array":
         return _random_tangent(out, rng)
     return type(out)(rng.standard_normal() or 1.0)
@@ -338,7 +341,8 @@ def _dout_differences(f, args, tangents, dout) -> list:
     for h in STEP_SIZES:
         plus = f(*[_shift(a, t, h) for a, t in zip(args, tangents)])
         minus = f(*[_shift(a, t, -h) for a, t in zip(args, tangents)])
-        pairs = zip(plus, minus, dout) if isinstance(dout, tuple) else [(plus, minus, dout)]
+        pairs = [(p, m, d) for p, m, d in zip(plus, minus, dout) if d is not None] \
+            if isinstance(dout, tuple) else [(plus, minus, dout)]
         estimates.append(sum(
             float(np.sum(np.asarray(d, dtype=float) * (np.asarray(p, dtype=float)
                                                        - np.asarray(m, dtype=float)) / (2 * h)))

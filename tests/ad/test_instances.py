@@ -124,7 +124,28 @@ def nested_tuple_of_arrays_carried(x, n):
     return np.sum(st[0][0]) + st[0][1] * st[1]
 
 
+@numba.njit
+def three_levels_carried(x, n):
+    st = (((x[0], x[1]), x[2]), (x[1], (x[2],)))
+    for _ in range(n):
+        ((a, b), c), (d, (e,)) = st
+        st = (((a * 0.9 + c, b - 0.1 * d), c + a * e), (d * 0.5 + b, (e + a,)))
+    return st[0][0][0] + st[0][1] * st[1][1][0]
+
+
+@numba.njit
+def instance_in_a_nested_tuple(x, n):
+    st = ((Body(x[0], x[1], 0), x[2]), x[1])
+    for _ in range(n):
+        (body, u), w = st
+        st = ((Body(body.vel * u, body.pos + w, 1), u * 0.5), w + body.pos)
+    return st[0][0].pos * st[1]
+
+
 def test_tuples_carried_around_loops_holding_instances_or_tuples_in_every_mode():
+    x = np.array([0.5, 1.2, 0.3])
+    check_rule(three_levels_carried, x, 3, second_order=True)  # split level by level
+    check_rule(instance_in_a_nested_tuple, x, 3, second_order=True)
     check_rule(carried_in_a_namedtuple, 0.5, 4, second_order=True)
     check_rule(carried_in_a_namedtuple, 0.1, 4, second_order=True)  # the other branch
     x = np.array([0.5, 1.2, 0.3])

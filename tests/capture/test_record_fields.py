@@ -294,3 +294,79 @@ def test_a_view_of_a_field_is_a_view_typed_aligned_when_its_entries_are():
 def test_corpus_kernel_with_records_in_every_mode(case):
     """The record kernels of tests/corpus/constructs.py (the others: test_constructs.py)."""
     check_rule(case.kernel, *case.make_args(), second_order=case.second_order)
+
+
+@numba.njit
+def writes_an_entry_given_beside_its_array(s, p, x):
+    s.x = s.x * x
+    return p[0].x * p[1].v + s.x
+
+
+@numba.njit
+def writes_one_of_two_records(s, t, x):
+    s.x = s.x * x
+    t.x = t.x + s.x
+    return t.x * t.v
+
+
+def test_a_written_record_sharing_memory_with_another_argument_is_refused():
+    """`f(p[0], p, x)`: a derivative follows each argument separately (adversarial tests: a
+    wrong gradient before the guards asked records too, ad/guards.py)."""
+    p = _bodies()
+    zero = np.zeros(1, BODY)[0]
+    runs = {"grad": lambda q: moonlite.grad(writes_an_entry_given_beside_its_array,
+                                            argnums=2)(q[0], q, 1.3),
+            "jvp": lambda q: moonlite.jvp(writes_an_entry_given_beside_its_array,
+                                          (q[0], q, 1.3), (zero, np.zeros_like(q), 1.0)),
+            "vjp": lambda q: moonlite.vjp(writes_an_entry_given_beside_its_array, q[0], q, 1.3),
+            "hvp": lambda q: moonlite.hvp(writes_an_entry_given_beside_its_array,
+                                          (q[0], q, 1.3), (zero, np.zeros_like(q), 1.0)),
+            "one record twice": lambda q: moonlite.grad(writes_one_of_two_records,
+                                                        argnums=2)(q[1], q[1], 1.3)}
+    for name, run in runs.items():
+        with pytest.raises(moonlite.errors.ArgumentError, match="share memory"):
+            run(p.copy())
+
+
+BODY_WITH_POINTS = np.dtype([("pos", [("x", "f8"), ("y", "f8")]), ("v", "f8", (2,)),
+                             ("m", "f8"), ("k", "i8")])
+
+
+@numba.njit
+def bubble_pass(p):
+    """One bubble-sort pass by mass, whole records swapped through a temporary (`p[i] = q`)."""
+    tmp = np.zeros(1, p.dtype)
+    for i in range(p.shape[0] - 1):
+        if p[i].m > p[i + 1].m:
+            tmp[0] = p[i]
+            p[i] = p[i + 1]
+            p[i + 1] = tmp[0]
+    s = 0.0
+    for i in range(p.shape[0]):
+        s += (i + 1) * (p[i].m * p[i].pos.x + p[i].v[1] * p[i].pos.y)
+    return s
+
+
+@numba.njit
+def a_record_argument_stored(r, p, c):
+    p[1] = r
+    p[0].m = p[0].m * c
+    return np.sum(p["m"] * p["pos"]["x"]) + np.sum(p["v"])
+
+
+def _points():
+    rng = np.random.default_rng(7)
+    p = np.zeros(4, BODY_WITH_POINTS)
+    p["pos"]["x"], p["pos"]["y"] = rng.uniform(size=4), rng.uniform(size=4)
+    p["v"], p["m"], p["k"] = rng.uniform(size=(4, 2)), [2.0, 1.0, 3.5, 0.5], [1, 2, 3, 4]
+    return p
+
+
+def test_whole_records_assigned_in_every_mode():
+    """`p[i] = r` copies every field (nested records and array fields too: capture writes
+    them one by one, record_fields.copy_record_into)."""
+    check_rule(bubble_pass, _points(), second_order=True)
+    check_rule(a_record_argument_stored, _points()[3], _points(), 0.7, second_order=True)
+    p = _points()
+    bubble_pass(p)
+    assert list(p["k"]) == [2, 1, 4, 3]  # the int field moved with its record

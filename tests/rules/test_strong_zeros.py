@@ -11,7 +11,7 @@ import pytest
 
 import moonlite
 from moonlite.rules import lookup_jvp
-from moonlite.rules.strong_zeros import strong_mul
+from moonlite.rules.strong_zeros import strong_mul, strong_mul_scalar
 
 
 @numba.njit
@@ -65,3 +65,32 @@ def test_bounded_partials_are_declared_where_they_are_finite():
     assert lookup_jvp(np.sin).bounded is True
     assert lookup_jvp(np.log).bounded is False
     assert lookup_jvp(math.sqrt).bounded is False
+
+
+@numba.njit
+def _scaled_exp(z):
+    return z[1] * np.exp(z[0])
+
+
+@numba.njit
+def _weighted(x, p):
+    return p * np.exp(x) + p * np.log(x) + p * np.sqrt(x)
+
+
+def test_a_strong_product_is_differentiated_as_a_product_at_its_zero():
+    """The Hessian of p * exp(x) at p = 0 has the cross term exp(x): forward mode over the
+    reverse rule differentiates the scalar strong product (`strong_mul_scalar`, a primitive)
+    as a product. Written out as a select, its zero branch gave that term 0 (adversarial
+    tests: a hydrology model with one dry day)."""
+    H = moonlite.hessian(_scaled_exp)(np.array([0.7, 0.0]))
+    e = math.exp(0.7)
+    np.testing.assert_allclose(H, [[0.0, e], [e, 0.0]], rtol=1e-12)
+    hx, hp = moonlite.hvp(_weighted, (0.7, 0.0), (0.0, 1.0))
+    assert hx == pytest.approx(e + 1.0 / 0.7 + 0.5 / math.sqrt(0.7)) and hp == 0.0
+    assert _strong_scalar(0.0, np.inf) == 0.0 and _strong_scalar(2.0, 3.0) == 6.0
+    assert lookup_jvp(strong_mul_scalar) is not None
+
+
+@numba.njit
+def _strong_scalar(a, p):
+    return strong_mul_scalar(a, p)

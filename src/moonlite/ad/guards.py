@@ -31,13 +31,17 @@ from ..errors import ArgumentError
 from ..ir.core import Function
 from ..ir.types import ArrayType, is_record
 from ..rules.overlap import may_share_memory
+from ..rules.records import record_view
 from ..ir.readonly import never_written
 
 
 def written_arguments(fn: Function) -> frozenset:
-    """Indices of the array arguments `fn` may write into (through any view)."""
+    """Indices of the array and record arguments `fn` may write into (through any view). The
+    guards check both for shared memory and copy the arrays (a record has no owner of its own
+    to copy into in compiled code: reverse rules restore what they write into one)."""
     return frozenset(i for i, a in enumerate(fn.args)
-                     if isinstance(a.type, ArrayType) and not never_written(fn, a))
+                     if (isinstance(a.type, ArrayType) or is_record(a.type))
+                     and not never_written(fn, a))
 
 
 def written_records(fn: Function) -> frozenset:
@@ -54,11 +58,13 @@ def emit_guards(b, values: list, written: frozenset, function_name: str,
     written ones. Returns the values to pass on (copies in place of the written arrays)."""
     names = [getattr(v, "name", f"argument {i}") for i, v in enumerate(values)]
     arrays = [i for i, v in enumerate(values) if isinstance(v.type, ArrayType)]
-    for i in sorted(written & frozenset(arrays)):  # (an int array's tangent is None)
-        for j in arrays:
+    memory = {i: _as_array(b, v) for i, v in enumerate(values)
+              if isinstance(v.type, ArrayType) or is_record(v.type)}
+    for i in sorted(written & frozenset(memory)):  # (an int array's tangent is None)
+        for j in memory:
             if j == i:
                 continue
-            shared = b.call(may_share_memory, [values[i], values[j]])
+            shared = b.call(may_share_memory, [memory[i], memory[j]])
             refuse, go_on = b.new_block("aliased"), b.new_block("not_aliased")
             b.branch(shared, refuse, go_on)
             b.position_at_end(refuse)
@@ -69,19 +75,30 @@ def emit_guards(b, values: list, written: frozenset, function_name: str,
             for i, v in enumerate(values)]
 
 
+def _as_array(b, value):
+    """An array over the memory of `value`: itself, or a record's one-entry view."""
+    if isinstance(value.type, ArrayType):
+        return value
+    return b.call(record_view, [value], type=ArrayType(value.type, 1, "C"))
+
+
 def check_aliasing(function_name: str, args: tuple, written: frozenset, names=None) -> None:
     """The Python-side check of `emit_guards` (for jvp, vjp, hvp, jacfwd, jacrev)."""
     names = names or [f"argument {i}" for i in range(len(args))]
     for i in sorted(written):
         for j, other in enumerate(args):
-            if j != i and isinstance(other, np.ndarray) and isinstance(args[i], np.ndarray) \
+            if j != i and isinstance(other, _MEMORY) and isinstance(args[i], _MEMORY) \
                     and np.may_share_memory(args[i], other):
                 raise ArgumentError(aliasing_message(function_name, names[i], names[j]))
 
 
+_MEMORY = (np.ndarray, np.void)  # what may share memory: arrays, records (np.void views)
+
+
 def any_shared_memory(values: tuple) -> bool:
-    """True if two of the arrays in `values` may share memory (the cheap test run first)."""
-    arrays = [v for v in values if isinstance(v, np.ndarray)]
+    """True if two of the arrays or records in `values` may share memory (the cheap test run
+    first)."""
+    arrays = [v for v in values if isinstance(v, _MEMORY)]
     return any(np.may_share_memory(a, c) for k, a in enumerate(arrays) for c in arrays[k + 1:])
 
 

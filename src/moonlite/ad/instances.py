@@ -148,12 +148,17 @@ def split_tuple_phis(fn: Function, builder) -> None:
     read the entry itself. The instance phis are then phis of built instances (above), and a
     nested tuple carried around a loop (`st = ((a, b), c)`) is flat tuples and numbers, which
     reverse mode follows (it refuses nested tuples)."""
+    while _split_once(fn, builder):  # the entry phis may hold tuples in turn
+        pass
+
+
+def _split_once(fn: Function, builder) -> bool:
     tuple_phis = [op for op in fn.ops() if isinstance(op, ops.Phi)
                   and isinstance(op.result.type, TupleType)
                   and any(is_instance_type(t) or isinstance(t, TupleType)
                           for t in op.result.type.elements)]
     if not tuple_phis:
-        return
+        return False
     entries = {phi.result: [ops.Phi(t, loc=phi.loc, hint="entry")
                             for t in phi.result.type.elements] for phi in tuple_phis}
     for phi in tuple_phis:
@@ -175,6 +180,7 @@ def split_tuple_phis(fn: Function, builder) -> None:
     for phi in tuple_phis:
         phi.block.ops.remove(phi)
     _read_entries_of_built_tuples(fn)
+    return True
 
 
 def _entry_at_end(builder, block, value, k: int, entries: dict):

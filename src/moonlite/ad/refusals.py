@@ -99,7 +99,7 @@ def refusal(op: Op, carries_derivative: Callable, hidden_arrays=frozenset(),
 # and views of it (`p[i]`, `p[1:]`, `p.T`), its shape, and float fields of its entries; pass it
 # to njit functions (differentiated with the caller). Anything else (a copy, a write, a tuple
 # holding it, fancy indexing) has no rule: its tangent or shadow would be lost.
-_RECORD_ATTRIBUTES = ("shape", "size", "ndim", "T")
+_RECORD_ATTRIBUTES = ("shape", "size", "ndim", "T", "dtype")
 
 
 def _record_refusal(op: Op, carries_derivative: Callable) -> Optional[tuple]:

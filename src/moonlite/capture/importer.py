@@ -241,7 +241,8 @@ class Importer(Parameters, ConstructReads, GrowingLists, LoopReads, RecordFields
         target = self.value(stmt.target)
         index = self.value(stmt.index)
         value = self._coerce_setitem_value(stmt, target, self.value(stmt.value))
-        self.b.setitem(target, index, value)
+        if not self.copy_record_into(target, index, value):
+            self.b.setitem(target, index, value)
 
     def on_static_setitem(self, stmt) -> None:
         if isinstance(self.lookup(stmt.target), GrowingList) and stmt.index_var is not None:
@@ -256,7 +257,8 @@ class Importer(Parameters, ConstructReads, GrowingLists, LoopReads, RecordFields
         else:
             index = self._static_index(stmt.index)
         value = self._coerce_setitem_value(stmt, target, self.value(stmt.value))
-        self.b.setitem(target, index, value)
+        if not self.copy_record_into(target, index, value):
+            self.b.setitem(target, index, value)
 
     def _coerce_setitem_value(self, stmt, target, value):
         sig = self.calltypes.get(stmt)

@@ -15,8 +15,10 @@ A mixin of the importer (`importer.Importer`).
 from __future__ import annotations
 
 from .. import _numba as nb
+import numpy as np
+
 from ..ir.core import Value
-from ..ir.types import OpaqueType, from_numba, none
+from ..ir.types import ArrayType, IntType, OpaqueType, TupleType, from_numba, none
 from ..rules.jitclasses import field_store, fields_of, is_numba_instance_type
 from ..rules.records import (array_field_of, field_setter, field_view_of, is_array_field,
                              read_nested_record_through_view, write_field_through_view)
@@ -65,6 +67,48 @@ class RecordFields:
         read, array_type = array_field_of(record_type, name)
         return self.b.call(read, [record], type=array_type)
 
+    def copy_record_into(self, target: Value, index: Value, record: Value) -> bool:
+        """`p[i] = r` (a whole record into an entry of a structured array of its dtype): its
+        fields read, then written into the entry one by one as `p[i].a = r.a` is (nested
+        records field by field, array fields as arrays), so every mode follows the copy.
+        False (nothing emitted) for any other assignment."""
+        if not (isinstance(target.type, ArrayType) and _record_type(target.type.dtype)
+                and _record_type(record.type) == _record_type(target.type.dtype)
+                and _whole_entry_index(index.type)):
+            return False
+        leaves = self._record_leaves(record, ())
+        entry = self.b.getitem(target, index, type=record.type)
+        for path, value in leaves:
+            self._write_leaf(entry, path, value)
+        return True
+
+    def _record_leaves(self, record: Value, path: tuple) -> list:
+        """[(field path, value)] of every scalar and array field of `record`, nested records
+        walked (arrays as copies: the writes that follow may overwrite what they view)."""
+        record_type = record.type.numba_type
+        leaves = []
+        for name in record_type.fields:
+            t = record_type.typeof(name)
+            if isinstance(t, nbt.Record):
+                nested = read_nested_record_through_view(self.b, record, name, from_numba(t))
+                if nested is None:
+                    nested = self.b.getattr(record, name, from_numba(t))
+                leaves += self._record_leaves(nested, path + (name,))
+            elif is_array_field(record_type, name):
+                read, array_type = array_field_of(record_type, name)
+                view = self.b.call(read, [record], type=array_type)
+                leaves.append((path + (name,), self.b.call(np.copy, [view], type=array_type)))
+            else:
+                leaves.append((path + (name,), self.b.getattr(record, name, from_numba(t))))
+        return leaves
+
+    def _write_leaf(self, entry: Value, path: tuple, value: Value) -> None:
+        record = entry
+        for name in path[:-1]:
+            t = from_numba(record.type.numba_type.typeof(name))
+            record = read_nested_record_through_view(self.b, record, name, t)
+        self.write_record_field(record, path[-1], value)
+
     def write_record_field(self, record: Value, name: str, value: Value) -> None:
         record_type = record.type.numba_type if isinstance(record.type, OpaqueType) else None
         if record_type is None or name not in getattr(record_type, "fields", {}):
@@ -76,3 +120,16 @@ class RecordFields:
         value = self._coerce(value, from_numba(record_type.typeof(name)))
         if not write_field_through_view(self.b, record, name, value):
             self.b.call(field_setter(name), [record, value], type=none)
+
+
+def _record_type(t):
+    """The numba record type of moonlite type `t`, or None."""
+    numba_type = getattr(t, "numba_type", None) if isinstance(t, OpaqueType) else None
+    return numba_type if isinstance(numba_type, nbt.Record) else None
+
+
+def _whole_entry_index(t) -> bool:
+    """An index naming one entry: an int, or a tuple of ints."""
+    if isinstance(t, TupleType):
+        return all(isinstance(e, IntType) for e in t.elements)
+    return isinstance(t, IntType)

@@ -23,6 +23,7 @@ function is x, whose slope is 1.
 from __future__ import annotations
 
 from .. import _numba as nb
+from ..ir.traits import Trait
 from .registry import register
 
 
@@ -39,23 +40,28 @@ def strong_mul(linear, partial):
     return linear * partial
 
 
+@nb.njit(cache=False)
+def strong_mul_scalar(linear, partial):
+    """`strong_mul` of two numbers, an njit function: numba inlines it, so LLVM sees two
+    compares and a select, as for IR written out (a call of the ufunc's scalar kernel, with its
+    branches, was not inlined: rosenbrock's gradient took 2.3x the time). A primitive rather
+    than that IR because forward mode must differentiate it as a product: over the IR, the
+    select's zero branch gave `p * exp(x)` at `p = 0` a zero cross term in its Hessian, whose
+    true value is `exp(x)` (adversarial tests)."""
+    if linear == 0:  # (each zero of its factor's type: numba unifies them, as in strong_mul)
+        return linear * linear
+    if partial == 0:
+        return partial * partial
+    return linear * partial
+
+
 def strong_product(b, linear, partial):
     """Emit `strong_mul(linear, partial)`: the ufunc for arrays (fused into the array
-    expression), plain IR for scalars, which LLVM turns into two compares and a select (a call
-    of the ufunc's scalar kernel, with its branches, was not inlined: rosenbrock's gradient
-    took 2.3x the time)."""
-    from ..ir import ops
+    expression), `strong_mul_scalar` for numbers."""
     from ..ir.types import ArrayType
     if isinstance(linear.type, ArrayType) or isinstance(partial.type, ArrayType):
         return b.call(strong_mul, [linear, partial])
-    product = b.mul(linear, partial)
-    zero = b.const(0.0, product.type) if product.type.is_float else b.const(0, product.type)
-    either_zero = b.binary(ops.BitOr, b.binary(ops.Eq, linear, b.const(0, linear.type)
-                                                if linear.type.is_integer else
-                                                b.const(0.0, linear.type)),
-                           b.binary(ops.Eq, partial, b.const(0, partial.type)
-                                    if partial.type.is_integer else b.const(0.0, partial.type)))
-    return b.select(either_zero, zero, product)
+    return b.call(strong_mul_scalar, [linear, partial])
 
 
 def _strong_mul_rule(b, primals, tangents, kwargs):
@@ -63,10 +69,11 @@ def _strong_mul_rule(b, primals, tangents, kwargs):
     (a, p), (da, dp) = primals, tangents
     terms = []
     if da is not None:
-        terms.append(b.call(strong_mul, [da, p]))
+        terms.append(strong_product(b, da, p))
     if dp is not None:
-        terms.append(b.call(strong_mul, [a, dp]))
+        terms.append(strong_product(b, a, dp))
     return terms[0] if len(terms) == 1 else b.add(terms[0], terms[1])
 
 
 register(strong_mul, jvp=_strong_mul_rule)
+register(strong_mul_scalar, jvp=_strong_mul_rule, traits=Trait.PURE)

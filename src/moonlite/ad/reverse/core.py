@@ -14,7 +14,8 @@ from ...ir.cfg import natural_loops, predecessors
 from ...ir.cleanup import remove_dead_code
 from ...ir.locals import forward_locals
 from ...ir.core import Function, Op
-from ...ir.types import ArrayType, TupleType, int64, is_float_record, none
+from ...ir.types import (ArrayType, BoolType, IntType, TupleType, int64, is_float_record,
+                         none)
 from ..refusals import arrays_held_by_opaque_values
 from ..activity import varied_values
 from ...ir.readonly import never_written
@@ -77,9 +78,10 @@ class _ReversePass(CustomRuleAdjoints, KeptValues, AdjointStore, ForwardSweep, P
                                 for a in fn.args))
         names = [a.name for a in fn.args] + ["dout"]
         # an array output is returned as a copy taken at the return (the pullback then undoes
-        # writes): a C-contiguous array whatever the layout of the value returned
+        # writes): a C-contiguous array whatever the layout of the value returned; its
+        # cotangent is one too (what jacrev's unit rows and vjp's ascontiguousarray give)
         self.out_type = output_type(out)
-        self.b = Builder.new_function(f"{fn.name}_rev", [*fn.argtypes, out], names,
+        self.b = Builder.new_function(f"{fn.name}_rev", [*fn.argtypes, self.out_type], names,
                                       TupleType((self.out_type, grads)), loc=fn.loc,
                                       boundscheck=fn.boundscheck)
         self.values: dict = dict(zip(fn.args, self.b.function.args))
@@ -124,9 +126,10 @@ class _ReversePass(CustomRuleAdjoints, KeptValues, AdjointStore, ForwardSweep, P
         self.block_stack = None  # made on first use: numba cannot type a list never pushed to
         self.out_var = ops.LocalVar(self.out_type, "out")
         # the shadows of the arrays of a tuple output, set at the return taken (sweep.py)
-        self.out_shadow_vars = {k: ops.LocalVar(t, f"out_shadow{k}")
+        # (of any layout: an entry may be a view, whose shadow is a view of another shadow)
+        self.out_shadow_vars = {k: ops.LocalVar(ArrayType(t.dtype, t.ndim, "A"), f"out_shadow{k}")
                                 for k, t in enumerate(getattr(self.out_type, "elements", ()))
-                                if isinstance(t, ArrayType)}
+                                if _is_float_array(t)}
         self.return_var, self.returns = ops.LocalVar(int64, "return_taken"), []
         self._shadow_arguments()
         for block in order:
@@ -159,9 +162,13 @@ class _ReversePass(CustomRuleAdjoints, KeptValues, AdjointStore, ForwardSweep, P
 
 
 def _is_tuple_output(t) -> bool:
-    """A tuple (or namedtuple) output of floats and float arrays: its cotangent is a tuple."""
-    return isinstance(t, TupleType) and len(t.elements) > 0 and all(
-        _is_float(e) or _is_float_array(e) for e in t.elements)
+    """A tuple (or namedtuple) output of floats and float arrays, and of ints and bools (an
+    iteration count beside a loss), one at least differentiable: its cotangent is a tuple (the
+    ints' entries unused)."""
+    return isinstance(t, TupleType) and any(
+        _is_float(e) or _is_float_array(e) for e in t.elements) and all(
+        _is_float(e) or _is_float_array(e) or isinstance(e, (IntType, BoolType))
+        for e in t.elements)
 
 
 def output_type(out):

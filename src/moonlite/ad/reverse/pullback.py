@@ -148,7 +148,7 @@ class Pullback:
                 cotangent = self.b.tuple_getitem(self.dout, k)
                 if k in self.out_shadow_vars:
                     self.b.inplace(ops.Add, self.b.load(self.out_shadow_vars[k]), cotangent)
-                else:
+                elif _is_float(t):  # (an int or bool entry's cotangent is unused)
                     self.accumulate(Entry(value, k), cotangent)
         else:
             shadow = self.shadow(value)

@@ -279,7 +279,7 @@ class ForwardSweep:
         items = []
         for k, t in enumerate(old.type.elements):
             item = self.b.tuple_getitem(out, k)
-            if isinstance(t, ArrayType):
+            if k in self.out_shadow_vars:  # a float array
                 shadow = self.shadows.get(Entry(old, k))
                 if shadow is None:
                     shadow = self.b.call(np.zeros_like, [item], type=shadow_type(t))
