@@ -22,6 +22,8 @@ function is x, whose slope is 1.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import _numba as nb
 from ..ir.traits import Trait
 from .registry import register
@@ -64,15 +66,58 @@ def strong_product(b, linear, partial):
     return b.call(strong_mul_scalar, [linear, partial])
 
 
+def zero_of(value):
+    """A zero of `value`'s numba type (njit code only; the value itself is not read)."""
+    raise NotImplementedError("zero_of is called from njit code only")
+
+
+@nb.overload(zero_of)
+def _zero_of_impl(value):
+    zero = nb.as_dtype(value).type(0)
+    return lambda value: zero
+
+
+def _strong_mul_tangent_py(linear, partial, dlinear, dpartial):
+    product = linear * partial
+    # masked: a zero factor against an infinite or nan one
+    if (linear == 0 and not np.isfinite(partial)) or (partial == 0 and not np.isfinite(linear)):
+        return zero_of(product)
+    # a zero factor whose own tangent is not finite (an overflow upstream) counts as zero
+    # around it too: its tangent's product is zero
+    t1 = zero_of(product)
+    if not (dlinear == 0 or partial == 0 or (linear == 0 and not np.isfinite(dlinear))):
+        t1 = dlinear * partial
+    t2 = zero_of(product)
+    if not (linear == 0 or dpartial == 0 or (partial == 0 and not np.isfinite(dpartial))):
+        t2 = linear * dpartial
+    return t1 + t2
+
+
+# The tangent of `strong_mul(linear, partial)`: the product rule with strong products,
+# `dlinear * partial + linear * dpartial`, except where the product was masked (a zero factor
+# against an infinite or nan one), whose tangent is zero as its value is: the nan rerun of a
+# derivative whose partial overflowed relies on it (tests/ad/test_nan_retry.py). Against a
+# finite factor a zero one keeps the product rule: the Hessian of `p * exp(x)` at `p = 0` has
+# the cross term `exp(x)`. An njit function for numbers (inlined), a ufunc for arrays.
+strong_mul_tangent = nb.njit(cache=False)(_strong_mul_tangent_py)
+strong_mul_tangent_ufunc = nb.vectorize(cache=False)(_strong_mul_tangent_py)
+
+
 def _strong_mul_rule(b, primals, tangents, kwargs):
-    # d(a p) = da p + a dp, each product strong like the primal's
+    from ..ir.types import ArrayType
     (a, p), (da, dp) = primals, tangents
-    terms = []
-    if da is not None:
-        terms.append(strong_product(b, da, p))
-    if dp is not None:
-        terms.append(strong_product(b, a, dp))
-    return terms[0] if len(terms) == 1 else b.add(terms[0], terms[1])
+    if da is None and dp is None:
+        return None
+    arrays = any(isinstance(v.type, ArrayType) for v in (a, p))
+
+    def zero_like(v):
+        if isinstance(v.type, ArrayType):
+            return b.call(np.zeros_like, [v])
+        return b.const(0.0 if v.type.is_float else 0, v.type)
+
+    da = da if da is not None else zero_like(a)
+    dp = dp if dp is not None else zero_like(p)
+    return b.call(strong_mul_tangent_ufunc if arrays else strong_mul_tangent, [a, p, da, dp])
 
 
 register(strong_mul, jvp=_strong_mul_rule)
