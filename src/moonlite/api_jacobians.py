@@ -81,12 +81,13 @@ def _refuse_written_records(f, argtypes: tuple, api: str) -> None:
     written = written_record_arguments(f, argtypes)
     if written:
         i = min(written)
-        raise ArgumentError(f"{api}({f.py_func.__qualname__}): argument {i} is a record that "
-                            f"{f.py_func.__name__} writes a field of; {api} evaluates it "
-                            "several times, each from the caller's values, and cannot copy a "
-                            "record: pass a structured array of one entry instead "
-                            "(np.array([r]), read as p[0] in the kernel), or use grad, vjp or "
-                            "hvp, which restore the record")
+        raise ArgumentError(f"{api}({f.py_func.__qualname__}): argument {i} is a record, or a "
+                            f"tuple holding arrays, that {f.py_func.__name__} writes into; "
+                            f"{api} evaluates it several times, each from the caller's values, "
+                            "and copies arrays only: pass a structured array of one entry "
+                            "(np.array([r]), read as p[0] in the kernel) or the arrays as "
+                            "arguments of their own, or use grad, vjp or hvp, which restore "
+                            "what the kernel writes")
 
 
 def _checked_argnum(n: int, types: list, where: str) -> int:

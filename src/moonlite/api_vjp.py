@@ -36,7 +36,7 @@ from .api_reverse import (_as_cotangent, _check_cotangent, _split_rule, _strong_
 from .driver import api_cached, api_entry, derived_reverse_split
 from .errors import ArgumentError, UnsupportedError
 from .ir import Builder
-from .ir.types import OpaqueType, TupleType, from_numba, none
+from .ir.types import ArrayType, OpaqueType, TupleType, from_numba, none
 from .lower import DerivedDispatcher
 from .rules.jitclasses import is_numba_instance_type
 
@@ -126,8 +126,9 @@ def _first_vjp(f, primals: tuple):
         out, state = sweep(*work)
     if sweep.output_class is not None:  # a namedtuple output (the rule's is a plain tuple)
         out = sweep.output_class(*out)
-    for i in written:  # what f leaves in its arguments
-        copy_back(primals[i], work[i])
+    for i in written:  # what f leaves in its arguments (a tuple's arrays: written in place)
+        if isinstance(primals[i], (np.ndarray, np.void)):
+            copy_back(primals[i], work[i])
     used = []
 
     def pullback(dout):
@@ -471,7 +472,8 @@ def _vjp_ir(f, argtypes: tuple):
     result = b.call(sweep, work, type=sweep.ir.return_type)
     out = b.tuple_getitem(result, 0)
     for i in sorted(sweep.written):
-        b.call(copy_into, [params[i], work[i]], type=none)
+        if isinstance(params[i].type, ArrayType):  # (a tuple's arrays are written in place)
+            b.call(copy_into, [params[i], work[i]], type=none)
     fields = [out, b.build_tuple(work), b.tuple_getitem(result, 1)]
     pb_type = _pullback_type(pull, (f, argtypes), *(v.type.to_numba() for v in fields))
     pb = b.call(_pullback_maker(pull, (f, argtypes)), fields, type=OpaqueType(pb_type))

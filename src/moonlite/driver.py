@@ -235,10 +235,14 @@ def _precise_written(primal):
 
 
 def written_record_arguments(f, argtypes: tuple) -> frozenset:
-    """Indices of the record arguments `f` may write a field of (njit calls looked into)."""
-    if not any(isinstance(t, nb.types.Record) for t in argtypes):
+    """Indices of the record arguments `f` may write a field of, and of the tuple arguments
+    holding arrays it may write into (njit calls looked into)."""
+    if not any(isinstance(t, (nb.types.Record, nb.types.BaseTuple)) for t in argtypes):
         return frozenset()
-    return written_records(_inlined_primal(f, argtypes))
+    flat = _inlined_primal(f, argtypes)
+    tuples = written_arguments(flat) & frozenset(
+        i for i, t in enumerate(argtypes) if isinstance(t, nb.types.BaseTuple))
+    return written_records(flat) | tuples
 
 
 def _is_typed_list(t) -> bool:

@@ -259,8 +259,8 @@ def check_vjp(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,
                                  f"leaves in it: {left}")
         if not _same_contents(private, before):
             raise AssertionError(f"argument {i} was not restored by the pullback: it holds "
-                                 f"{private} instead of {before} (max difference "
-                                 f"{np.nanmax(np.abs(private - before)):.3e})")
+                                 f"{private} instead of {before}"
+                                 f"{_max_difference(private, before)}")
     tangents = [zero_tangent_like(a) if i in fixed else _random_tangent(a, rng)
                 for i, a in enumerate(args)]
     lhs = sum(inner(g, t) for g, t in zip(grads, tangents))
@@ -276,6 +276,13 @@ def check_vjp(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,
             f"<dout, finite differences> = {estimates[best]!r} at the best step size "
             f"{STEP_SIZES[best]:g} (error {errors[best]:.3e}); the gradient of argument(s) "
             f"{culprits} is wrong")
+
+
+def _max_difference(a, b) -> str:
+    """' (max difference ...)' of two float arrays; '' for structured arrays (no subtraction)."""
+    if a.dtype.names is not None or a.shape != b.shape:
+        return ""
+    return f" (max difference {np.nanmax(np.abs(a - b), initial=0.0):.3e})"
 
 
 def check_grad(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,

@@ -5,10 +5,12 @@ import math
 
 import numba
 import numpy as np
+import pytest
 
 import moonlite
 from moonlite.ir import ops
 from tests.helpers import central_differences
+from moonlite.testing import check_rule
 
 
 def _pushes(f, *args) -> list:
@@ -238,3 +240,52 @@ def test_a_call_of_another_value_is_not_taken_for_a_derivative():
     x = np.array([0.3, -1.2, 2.0])
     assert _math_calls(cos_of_another_value, x) == 4  # d sin(x) = cos(x), d cos(2x) = sin(2x)
     _check_gradient(cos_of_another_value, x)
+
+
+@numba.njit
+def counts_down(x, n, a):
+    """A counter in an int array the kernel writes, tested by the branch that writes it."""
+    s = 0.0
+    for _ in range(4):
+        if n[0] > 0:
+            n[0] -= 1
+            s += x[0] * a
+    return s
+
+
+RECORD = np.dtype([("x", "f8"), ("n", "i8")])
+
+
+@numba.njit
+def replaced_when_counted(p, a):
+    if p[0].n > 2:  # the copy below overwrites the field the branch read
+        p[0] = p[1]
+    return p[0].x * a
+
+
+@numba.njit
+def record_counter(r, a):
+    s = 0.0
+    for _ in range(3):
+        if r.n > 0:
+            r.n -= 1
+            s += r.x * a
+    return s
+
+
+def test_a_branch_on_memory_the_branch_writes_is_kept_not_recomputed():
+    """The pullback finds its way back through a branch at the reverse of the merge block,
+    before it restores what the branch wrote: a condition read from written memory is kept
+    (keep._reads_written_memory). Recomputed, it went the other way (adversarial tests)."""
+    g = moonlite.grad(counts_down, argnums=(0, 2))(np.array([0.5]), np.array([2]), 0.7)
+    np.testing.assert_allclose(g[0], [1.4])
+    assert g[1] == pytest.approx(1.0)
+    p = np.zeros(2, RECORD)
+    p["x"], p["n"] = [0.1, 0.2], [3, 1]
+    np.testing.assert_allclose(moonlite.grad(replaced_when_counted)(p, 0.7)["x"], [0.0, 0.7])
+    r = np.zeros(1, RECORD)[0]
+    r["x"], r["n"] = 0.7, 2
+    gr, ga = moonlite.grad(record_counter, argnums=(0, 1))(r, 0.5)
+    assert gr[0]["x"] == pytest.approx(1.0) and ga == pytest.approx(1.4)
+    check_rule(counts_down, np.array([0.5]), np.array([2]), 0.7)
+    check_rule(replaced_when_counted, p, 0.7, second_order=True)

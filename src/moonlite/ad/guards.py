@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..ir.core import Function
-from ..ir.types import ArrayType, is_record
+from ..ir.types import ArrayType, TupleType, is_record
 from ..rules.overlap import may_share_memory
 from ..rules.records import record_view
 from ..ir.readonly import never_written
@@ -40,7 +40,7 @@ def written_arguments(fn: Function) -> frozenset:
     guards check both for shared memory and copy the arrays (a record has no owner of its own
     to copy into in compiled code: reverse rules restore what they write into one)."""
     return frozenset(i for i, a in enumerate(fn.args)
-                     if (isinstance(a.type, ArrayType) or is_record(a.type))
+                     if (isinstance(a.type, (ArrayType, TupleType)) or is_record(a.type))
                      and not never_written(fn, a))
 
 
@@ -58,13 +58,15 @@ def emit_guards(b, values: list, written: frozenset, function_name: str,
     written ones. Returns the values to pass on (copies in place of the written arrays)."""
     names = [getattr(v, "name", f"argument {i}") for i, v in enumerate(values)]
     arrays = [i for i, v in enumerate(values) if isinstance(v.type, ArrayType)]
-    memory = {i: _as_array(b, v) for i, v in enumerate(values)
-              if isinstance(v.type, ArrayType) or is_record(v.type)}
-    for i in sorted(written & frozenset(memory)):  # (an int array's tangent is None)
-        for j in memory:
-            if j == i:
+    memory = {}  # (argument, entry) -> an array over that memory (a tuple's arrays each)
+    for i, v in enumerate(values):
+        for k, item in _memory_of(b, v):
+            memory[(i, k)] = item
+    for (i, k) in [key for key in memory if key[0] in written]:
+        for (j, m) in memory:
+            if (j, m) == (i, k):
                 continue
-            shared = b.call(may_share_memory, [memory[i], memory[j]])
+            shared = b.call(may_share_memory, [memory[(i, k)], memory[(j, m)]])
             refuse, go_on = b.new_block("aliased"), b.new_block("not_aliased")
             b.branch(shared, refuse, go_on)
             b.position_at_end(refuse)
@@ -75,21 +77,38 @@ def emit_guards(b, values: list, written: frozenset, function_name: str,
             for i, v in enumerate(values)]
 
 
-def _as_array(b, value):
-    """An array over the memory of `value`: itself, or a record's one-entry view."""
+def _memory_of(b, value) -> list:
+    """[(entry, an array over memory `value` holds)]: an array itself, a record's one-entry
+    view, each array of a tuple (`(W, W)` given as one argument shares memory with itself)."""
     if isinstance(value.type, ArrayType):
-        return value
-    return b.call(record_view, [value], type=ArrayType(value.type, 1, "C"))
+        return [(None, value)]
+    if is_record(value.type):
+        return [(None, b.call(record_view, [value], type=ArrayType(value.type, 1, "C")))]
+    if isinstance(value.type, TupleType):
+        return [((k, sub), item) for k in range(len(value.type.elements))
+                for sub, item in _memory_of(b, b.tuple_getitem(value, k))]
+    return []
 
 
 def check_aliasing(function_name: str, args: tuple, written: frozenset, names=None) -> None:
     """The Python-side check of `emit_guards` (for jvp, vjp, hvp, jacfwd, jacrev)."""
     names = names or [f"argument {i}" for i in range(len(args))]
-    for i in sorted(written):
-        for j, other in enumerate(args):
-            if j != i and isinstance(other, _MEMORY) and isinstance(args[i], _MEMORY) \
-                    and np.may_share_memory(args[i], other):
+    items = [(j, k, part) for j, a in enumerate(args) for k, part in enumerate(_parts(a))]
+    for i, k, mine in items:
+        if i not in written:
+            continue
+        for j, m, other in items:
+            if (j, m) != (i, k) and np.may_share_memory(mine, other):
                 raise ArgumentError(aliasing_message(function_name, names[i], names[j]))
+
+
+def _parts(value) -> list:
+    """The arrays and records `value` is or holds (a tuple's, entry by entry)."""
+    if isinstance(value, _MEMORY):
+        return [value]
+    if isinstance(value, tuple):
+        return [part for v in value for part in _parts(v)]
+    return []
 
 
 _MEMORY = (np.ndarray, np.void)  # what may share memory: arrays, records (np.void views)
@@ -98,7 +117,7 @@ _MEMORY = (np.ndarray, np.void)  # what may share memory: arrays, records (np.vo
 def any_shared_memory(values: tuple) -> bool:
     """True if two of the arrays or records in `values` may share memory (the cheap test run
     first)."""
-    arrays = [v for v in values if isinstance(v, _MEMORY)]
+    arrays = [part for v in values for part in _parts(v)]
     return any(np.may_share_memory(a, c) for k, a in enumerate(arrays) for c in arrays[k + 1:])
 
 
@@ -120,6 +139,10 @@ def copy_back(target, value) -> None:
 
 
 def aliasing_message(function_name: str, written: str, other: str) -> str:
+    if written == other:  # two arrays of one tuple argument
+        return (f"moonlite: two arrays in argument {written} of {function_name} share memory, "
+                f"and {function_name} writes into {written}: a derivative follows each entry "
+                "separately and would be wrong; pass copies")
     return (f"moonlite: arguments {written} and {other} of {function_name} share memory, and "
             f"{function_name} writes into {written}: a derivative follows each argument "
             f"separately and would be wrong; pass copies (e.g. {other}.copy())")

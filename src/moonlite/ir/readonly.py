@@ -14,7 +14,7 @@ from __future__ import annotations
 from . import ops
 from .core import Function
 from .traits import Trait
-from .types import ArrayType, is_record
+from .types import ArrayType, TupleType, is_record
 
 # Ops that let an array escape to where this analysis cannot follow it: a tuple, the caller.
 _ESCAPES = (ops.BuildTuple, ops.Return, ops.Raise)
@@ -23,7 +23,7 @@ _ESCAPES = (ops.BuildTuple, ops.Return, ops.Raise)
 def never_written(fn: Function, arg) -> bool:
     """True if `fn` provably never writes into the array argument `arg` (or a view of it; a
     record argument is an array to this question: capture reads it through a view of it)."""
-    if not (isinstance(arg.type, ArrayType) or is_record(arg.type)):
+    if not (isinstance(arg.type, ArrayType) or is_record(arg.type) or _holds_arrays(arg.type)):
         return True
     users = value_users(fn)
     return not any(use_kind(op, position) == "write"
@@ -66,9 +66,17 @@ def use_kind(op, position: int) -> str:
         return "write"
     if traits & Trait.VIEW and _array_result(op):
         return "view"
+    if isinstance(op, ops.TupleGetItem) and (_array_result(op) or _holds_arrays(op.result.type)):
+        return "view"  # an array entry of a tuple argument is that array
     if isinstance(op, ops.GetItem) and position == 0 and is_record(op.result.type):
         return "view"  # an entry of a structured array points into it: a field write writes it
     return "read"
+
+
+def _holds_arrays(t) -> bool:
+    """A tuple with an array among its entries (its entries are read out as views)."""
+    return isinstance(t, TupleType) and any(isinstance(e, ArrayType) or _holds_arrays(e)
+                                            for e in t.elements)
 
 
 def _array_result(op) -> bool:

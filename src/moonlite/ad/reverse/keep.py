@@ -16,7 +16,10 @@ from ...ir import ops
 from ...ir.clone import clone_op
 from ...ir.core import Argument, Op, Value
 from ...ir.types import ArrayType
+from ...ir.readonly import never_written
 from .reads import reads, rematerializable
+
+_SHAPES = ("shape", "size", "ndim")
 from .types import has_adjoint as _has_adjoint
 
 
@@ -61,9 +64,16 @@ class KeptValues:
             reads_of |= {ind.phi.result, ind.init}
             if ind.bound is not None:  # and sets the counter to where a run ends
                 reads_of.add(ind.bound)
-        for choice in self.choices.values():  # the way back (branches.py)
+        # the way back (branches.py): a condition read from memory the function writes is
+        # kept, never recomputed. The pullback decides at the reverse of the merge block,
+        # before it restores what the branch wrote (`if n[0] > 0: n[0] -= 1` went the other
+        # way: adversarial tests)
+        read_from_written = set()
+        for choice in self.choices.values():
             reads_of.update(choice.conditions())
-        need, work = set(), list(reads_of)
+            read_from_written.update(c for c in choice.conditions()
+                                     if self._reads_written_memory(c))
+        need, work = set(read_from_written), list(reads_of - read_from_written)
         kept_anyway = frozenset(reads_of)
         while work:  # a recomputed value needs what it is computed from
             value = work.pop()
@@ -75,6 +85,29 @@ class KeptValues:
             else:
                 need.add(value)
         return need
+
+    def _reads_written_memory(self, value: Value) -> bool:
+        """True if `value` is computed (through scalar ops) from an entry or a field read out
+        of memory other than an argument the function never writes."""
+        seen, work = set(), [value]
+        while work:
+            v = work.pop()
+            op = getattr(v, "op", None)
+            if op is None or v in seen or isinstance(op, ops.Phi):
+                continue
+            seen.add(v)
+            if isinstance(op, (ops.GetItem, ops.GetAttr)) \
+                    and not isinstance(v.type, ArrayType) \
+                    and getattr(op, "name", None) not in _SHAPES:
+                base = op.value
+                while getattr(base, "op", None) is not None and isinstance(
+                        base.op, (ops.GetItem, ops.GetAttr, ops.Call)) and base.op.operands:
+                    base = base.op.operands[0]  # an entry of a view: its array
+                if not (isinstance(base, Argument) and never_written(self.fn, base)):
+                    return True
+                continue
+            work.extend(op.operands)
+        return False
 
     def keep(self, old: Value, new: Value, key=None) -> None:
         """Make `new` (the copy of `old`, or its shadow) readable in the pullback."""
