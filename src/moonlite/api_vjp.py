@@ -119,7 +119,7 @@ def _first_vjp(f, primals: tuple):
     Python, the sweep's state (tapes; lists of arrays as Python lists) held between them."""
     sweep, pull = _checked_split(f, primals)
     name = f.py_func.__qualname__
-    written = sweep.written | sweep.written_records
+    written = sweep.written  # (arrays, records and tuples: ad/guards.py)
     work = private_copies(primals, written)
     guard = deferred_interrupts if sweep.state_has_lists else contextlib.nullcontext
     with guard():

@@ -25,7 +25,7 @@ import weakref
 from . import _numba as nb
 from .ad.context import PassContext
 from .ad.forward import forward_transform
-from .ad.guards import written_arguments, written_records
+from .ad.guards import written_arguments
 from .ad.hoist import hoist_loop_invariants
 from .ad.inline import inline_njit_calls
 from .ad.reverse import reverse_transform, reverse_transform_split
@@ -167,7 +167,6 @@ def derived_reverse_split(f, argtypes: tuple) -> tuple:
                 _lowered(verified(pullback, "the vjp cut (pullback)"), f,
                          ("vjp pullback", types)))
             pair[0].written = written_arguments(flat)
-            pair[0].written_records = written_records(flat)  # (vjp copies them in Python)
             # the rule returns a namedtuple output as a plain tuple: vjp makes it one again
             pair[0].output_class = getattr(getattr(flat.return_type, "numba_type", None),
                                            "instance_class", None)
@@ -236,13 +235,12 @@ def _precise_written(primal):
 
 def written_record_arguments(f, argtypes: tuple) -> frozenset:
     """Indices of the record arguments `f` may write a field of, and of the tuple arguments
-    holding arrays it may write into (njit calls looked into)."""
-    if not any(isinstance(t, (nb.types.Record, nb.types.BaseTuple)) for t in argtypes):
+    holding arrays it may write into (njit calls looked into): what no driver can copy."""
+    uncopied = frozenset(i for i, t in enumerate(argtypes)
+                         if isinstance(t, (nb.types.Record, nb.types.BaseTuple)))
+    if not uncopied:
         return frozenset()
-    flat = _inlined_primal(f, argtypes)
-    tuples = written_arguments(flat) & frozenset(
-        i for i, t in enumerate(argtypes) if isinstance(t, nb.types.BaseTuple))
-    return written_records(flat) | tuples
+    return written_arguments(_inlined_primal(f, argtypes)) & uncopied
 
 
 def _is_typed_list(t) -> bool:

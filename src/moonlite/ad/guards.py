@@ -44,13 +44,6 @@ def written_arguments(fn: Function) -> frozenset:
                      and not never_written(fn, a))
 
 
-def written_records(fn: Function) -> frozenset:
-    """Indices of the record arguments `fn` may write a field of (capture reads a record
-    argument through a view of it: `rules/records.py: record_view`)."""
-    return frozenset(i for i, a in enumerate(fn.args)
-                     if is_record(a.type) and not never_written(fn, a))
-
-
 def emit_guards(b, values: list, written: frozenset, function_name: str,
                 copy: bool = True) -> list:
     """At the builder's position: refuse (raise ValueError) if an array in `values` that the

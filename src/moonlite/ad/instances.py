@@ -141,7 +141,6 @@ def _replace_field_reads(fn: Function, builder, tuples: dict) -> None:
         op.operands = tuple(replaced.get(v, v) for v in op.operands)
 
 
-
 def split_tuple_phis(fn: Function, builder) -> None:
     """In place: a phi of tuples with an instance or a tuple among their entries becomes one
     phi per entry and the tuple rebuilt after them, and reads of an entry of a tuple built here
@@ -202,6 +201,7 @@ def _read_entries_of_built_tuples(fn: Function) -> None:
             made = getattr(op.tuple, "op", None)
             if isinstance(made, ops.BuildTuple):
                 same[op.result] = made.items[op.index]
+
     def resolve(v):
         while v in same:  # ((a, b)[0], c)[0] is a too
             v = same[v]

@@ -14,11 +14,11 @@ A mixin of the importer (`importer.Importer`).
 
 from __future__ import annotations
 
-from .. import _numba as nb
 import numpy as np
 
+from .. import _numba as nb
 from ..ir.core import Value
-from ..ir.types import ArrayType, IntType, OpaqueType, TupleType, from_numba, none
+from ..ir.types import ArrayType, IntType, OpaqueType, TupleType, from_numba, is_record, none
 from ..rules.jitclasses import field_store, fields_of, is_numba_instance_type
 from ..rules.records import (array_field_of, field_setter, field_view_of, is_array_field,
                              read_nested_record_through_view, write_field_through_view)
@@ -124,8 +124,7 @@ class RecordFields:
 
 def _record_type(t):
     """The numba record type of moonlite type `t`, or None."""
-    numba_type = getattr(t, "numba_type", None) if isinstance(t, OpaqueType) else None
-    return numba_type if isinstance(numba_type, nbt.Record) else None
+    return t.numba_type if is_record(t) else None
 
 
 def _whole_entry_index(t) -> bool:

@@ -20,15 +20,14 @@ import dataclasses
 from ..ir import ops
 from ..ir.builder import Builder
 from ..ir.core import Function
-from ..ir.types import OpaqueType
+from ..ir.types import is_record
 from ..rules.records import (field_set_by, read_nested_record_through_view, record_source,
                              write_field_through_view)
-from .. import _numba as nb
 
 
 def route_record_phis(fn: Function) -> None:
     """Rewrite every phi of records whose records are all entries of arrays (see above)."""
-    phis = [phi for block in fn.blocks for phi in block.phis if _is_record(phi.result.type)]
+    phis = [phi for block in fn.blocks for phi in block.phis if is_record(phi.result.type)]
     routable = _routable(phis)
     if not routable:
         return
@@ -38,10 +37,6 @@ def route_record_phis(fn: Function) -> None:
         chosen |= _route(b, component)
     if chosen:
         _rewrite_record_uses(b, fn, chosen)
-
-
-def _is_record(t) -> bool:
-    return isinstance(t, OpaqueType) and isinstance(t.numba_type, nb.types.Record)
 
 
 def _routable(phis: list) -> list:
@@ -143,7 +138,7 @@ def _rewrite_record_uses(b: Builder, fn: Function, chosen: set) -> None:
             with b.before(op):
                 write_field_through_view(b, record, field_set_by(op.callee), value)
             op.block.ops.remove(op)
-        elif (isinstance(op, ops.GetAttr) and _is_record(op.result.type)
+        elif (isinstance(op, ops.GetAttr) and is_record(op.result.type)
               and op.value in chosen):
             with b.before(op):
                 nested = read_nested_record_through_view(b, op.value, op.name, op.result.type)

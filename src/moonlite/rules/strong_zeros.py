@@ -110,10 +110,9 @@ def _strong_mul_rule(b, primals, tangents, kwargs):
         return None
     arrays = any(isinstance(v.type, ArrayType) for v in (a, p))
 
-    def zero_like(v):
-        if isinstance(v.type, ArrayType):
-            return b.call(np.zeros_like, [v])
-        return b.const(0.0 if v.type.is_float else 0, v.type)
+    def zero_like(v):  # a number: the ufunc broadcasts it over the arrays
+        t = v.type.dtype if isinstance(v.type, ArrayType) else v.type
+        return b.const(0.0 if t.is_float else 0, t)
 
     da = da if da is not None else zero_like(a)
     dp = dp if dp is not None else zero_like(p)

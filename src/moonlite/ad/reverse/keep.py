@@ -18,9 +18,9 @@ from ...ir.core import Argument, Op, Value
 from ...ir.types import ArrayType
 from ...ir.readonly import never_written
 from .reads import reads, rematerializable
+from .types import has_adjoint as _has_adjoint
 
 _SHAPES = ("shape", "size", "ndim")
-from .types import has_adjoint as _has_adjoint
 
 
 class How(enum.Enum):
@@ -103,7 +103,10 @@ class KeptValues:
                 while getattr(base, "op", None) is not None and isinstance(
                         base.op, (ops.GetItem, ops.GetAttr, ops.Call)) and base.op.operands:
                     base = base.op.operands[0]  # an entry of a view: its array
-                if not (isinstance(base, Argument) and never_written(self.fn, base)):
+                if base not in self._written:  # (the cache reads.rematerializable keeps)
+                    self._written[base] = isinstance(base, Argument) \
+                        and never_written(self.fn, base)
+                if not self._written[base]:
                     return True
                 continue
             work.extend(op.operands)
