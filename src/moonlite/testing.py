@@ -241,8 +241,8 @@ def check_vjp(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,
     rng = np.random.default_rng(seed)
     expected = f(*_copy(args))
     if not _reverse_output(expected):
-        raise AssertionError(f"check_vjp needs a float or float-array output, or a tuple of "
-                             f"them, got {expected!r}")
+        raise AssertionError(f"check_vjp needs a float, float-array or structured-array "
+                             f"output, or a tuple of floats and float arrays, got {expected!r}")
     dout = _random_cotangent(expected, rng)
     ours = _copy(args)
     out, pullback = vjp(f, *ours)  # the sweep and the pullback run as two compiled calls
@@ -324,19 +324,20 @@ def _only(tangents, i: int) -> list:
 
 
 def _reverse_output(value) -> bool:
-    """An output reverse mode takes: a float, a float array, a tuple of those."""
+    """An output reverse mode takes: a float, a float array, a tuple of those, or a
+    structured array with float fields."""
     if isinstance(value, tuple):  # (ints and bools beside: their cotangents are unused)
         kinds = [_kind(v) for v in value]
         return any(k in ("float", "array") for k in kinds) and all(
             k in ("float", "array") or isinstance(v, (bool, int, np.integer, np.bool_))
             for k, v in zip(kinds, value))
-    return _kind(value) in ("float", "array")
+    return _kind(value) in ("float", "array", "records")
 
 
 def _random_cotangent(out, rng):
     if isinstance(out, tuple):  # a namedtuple's cotangent is a plain tuple
         return tuple(None if _kind(o) == "none" else _random_cotangent(o, rng) for o in out)
-    if _kind(out) == "array":
+    if _kind(out) in ("array", "records"):
         return _random_tangent(out, rng)
     return type(out)(rng.standard_normal() or 1.0)
 
@@ -350,10 +351,12 @@ def _dout_differences(f, args, tangents, dout) -> list:
         minus = f(*[_shift(a, t, -h) for a, t in zip(args, tangents)])
         pairs = [(p, m, d) for p, m, d in zip(plus, minus, dout) if d is not None] \
             if isinstance(dout, tuple) else [(plus, minus, dout)]
-        estimates.append(sum(
-            float(np.sum(np.asarray(d, dtype=float) * (np.asarray(p, dtype=float)
-                                                       - np.asarray(m, dtype=float)) / (2 * h)))
-            for p, m, d in pairs))
+        estimates.append(sum(float(np.dot(_flatten(d, d), _flatten(p, d) - _flatten(m, d)))
+                             / (2 * h) if _kind(d) == "records" else
+                             float(np.sum(np.asarray(d, dtype=float) * (
+                                 np.asarray(p, dtype=float) - np.asarray(m, dtype=float))
+                                 / (2 * h)))
+                             for p, m, d in pairs))
     return estimates
 
 

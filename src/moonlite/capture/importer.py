@@ -37,7 +37,7 @@ from .messages import (CONTAINER_HINT, construct_of, container_construct, hint_o
 from .parameters import Parameters
 from .record_phis import route_record_phis
 from .pipeline import TypedIR
-from .record_fields import RecordFields
+from .record_fields import RecordFields, is_record_array_type
 from ..rules.overlap import may_view_memory, refuse_overlap
 
 ir = nb.ir
@@ -241,7 +241,7 @@ class Importer(Parameters, ConstructReads, GrowingLists, LoopReads, RecordFields
         target = self.value(stmt.target)
         index = self.value(stmt.index)
         value = self._coerce_setitem_value(stmt, target, self.value(stmt.value))
-        if not self.copy_record_into(target, index, value):
+        if not self.copy_records_into(target, index, value):
             self.b.setitem(target, index, value)
 
     def on_static_setitem(self, stmt) -> None:
@@ -257,7 +257,7 @@ class Importer(Parameters, ConstructReads, GrowingLists, LoopReads, RecordFields
         else:
             index = self._static_index(stmt.index)
         value = self._coerce_setitem_value(stmt, target, self.value(stmt.value))
-        if not self.copy_record_into(target, index, value):
+        if not self.copy_records_into(target, index, value):
             self.b.setitem(target, index, value)
 
     def _coerce_setitem_value(self, stmt, target, value):
@@ -494,6 +494,9 @@ class Importer(Parameters, ConstructReads, GrowingLists, LoopReads, RecordFields
         added = rewrites.newaxis_getitem(self.b, value, index, self.type_of(target))
         if added is not None:
             return added
+        gathered = self.gather_records(value, index, self.type_of(target))
+        if gathered is not None:
+            return gathered
         return self.b.getitem(value, index, self.type_of(target))
 
     def ex_build_tuple(self, expr, target):
@@ -557,6 +560,8 @@ class Importer(Parameters, ConstructReads, GrowingLists, LoopReads, RecordFields
         args = self._coerced_to_signature(args, self.calltypes.get(expr))
         fn, args = self.helper_call(fn, args, kws)
         result_type = self.type_of(target)
+        if fn is np.copy and len(args) == 1 and not kws and is_record_array_type(args[0].type):
+            return self.copy_record_array(args[0], result_type)
         in_position = rewrites.numpy_keywords_in_position(fn, args, kws, result_type)
         if in_position is not None:
             args, kws = in_position, {}
@@ -573,6 +578,9 @@ class Importer(Parameters, ConstructReads, GrowingLists, LoopReads, RecordFields
             return self._instance_method_call(overloaded, True, method, expr, target)
         args = self._positional(expr)
         kws = {name: self.value(v) for name, v in expr.kws}
+        if method.name == "copy" and not args and not kws \
+                and is_record_array_type(method.receiver.type):
+            return self.copy_record_array(method.receiver, self.type_of(target))
         if rewrites.rewrite_method(self.b, method.name, method.receiver, args, kws):
             return self.b.const(None, none)
         as_call = rewrites.method_as_call(self.b, method.name, method.receiver, args, kws,

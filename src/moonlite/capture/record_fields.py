@@ -14,14 +14,18 @@ A mixin of the importer (`importer.Importer`).
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from .. import _numba as nb
 from ..ir.core import Value
-from ..ir.types import ArrayType, IntType, OpaqueType, TupleType, from_numba, is_record, none
+from ..ir.types import (ArrayType, BoolType, IntType, OpaqueType, TupleType, from_numba,
+                        is_record, none)
 from ..rules.jitclasses import field_store, fields_of, is_numba_instance_type
 from ..rules.records import (array_field_of, field_setter, field_view_of, is_array_field,
-                             read_nested_record_through_view, write_field_through_view)
+                             read_nested_record_through_view, records_gathered_like,
+                             write_field_through_view)
 
 nbt = nb.types
 
@@ -82,6 +86,93 @@ class RecordFields:
             self._write_leaf(entry, path, value)
         return True
 
+    def copy_records_into(self, target: Value, index: Value, value: Value) -> bool:
+        """`g[0] = g[1]` (rows of a 2-D structured array), `p[1:] = p[:-1]`, `p[:] = q`,
+        `p[2:] = r` (a record broadcast): every field copied by its own view,
+        `field_view('a')(p)[index] = field_view('a')(q)` (or `= r.a`), an ordinary array write
+        that every mode follows. Fields occupy disjoint bytes, so copying them one by one is
+        numba's copy of whole records, overlap included (each view's write copies its source
+        first where they overlap, as numba does for the whole). False (nothing emitted) unless
+        `target` is a structured array and `value` one or a record of its dtype."""
+        record_type = _record_type(target.type.dtype) if isinstance(target.type, ArrayType) \
+            else None
+        if record_type is None:
+            return False
+        value_record = _record_type(value.type.dtype) if isinstance(value.type, ArrayType) \
+            else _record_type(value.type)
+        if value_record != record_type:
+            return False
+        if self.copy_record_into(target, index, value):
+            return True
+        self._copy_fields(target, index, value)
+        return True
+
+    def copy_record_array(self, array: Value, result_type) -> Value:
+        """`p.copy()`, `np.copy(p)` of a structured array: a new C-contiguous array of its dtype
+        (`np.empty_like`, a fresh allocation to every mode) with every field copied
+        into it through views, as above."""
+        copy = self.b.call(np.empty_like, [array], None, result_type)
+        self._copy_fields(copy, self._whole_index(array.type.ndim), array)
+        return copy
+
+    def gather_records(self, array: Value, index: Value, result_type) -> Optional[Value]:
+        """`p[idx]`, `p[mask]` of a structured array (a 1-D index array or mask): a new array
+        (`records_gathered_like`) whose fields are gathered one by one,
+        `field_view('a')(q)[:] = field_view('a')(p)[idx]`, float-array gathers every mode
+        follows. None for any other index."""
+        if not (is_record_array_type(array.type) and is_record_array_type(result_type)
+                and isinstance(index.type, ArrayType) and index.type.ndim == 1
+                and isinstance(index.type.dtype, (IntType, BoolType))):
+            return None
+        gathered = self.b.call(records_gathered_like, [array, index], None, result_type)
+        self._copy_fields(gathered, self._whole_index(result_type.ndim), array, index)
+        return gathered
+
+    def _whole_index(self, ndim: int) -> Value:
+        return self.b.build_tuple([self.b.build_slice(*(self.b.const(None, none)
+                                                        for _ in range(3)))
+                                   for _ in range(ndim)])
+
+    def _copy_fields(self, target: Value, index: Value, value: Value,
+                     source_index: Optional[Value] = None) -> None:
+        """`target[index] = value` field by field; `value[source_index]` when given."""
+        record_type = target.type.dtype.numba_type
+        for name in record_type.fields:
+            destination = self._whole_field(target, name)
+            if isinstance(value.type, ArrayType):
+                source = self._whole_field(value, name)
+            else:
+                source = self._field_of_record(value, name)
+            if is_record(destination.type.dtype):  # a nested record: its own fields
+                self._copy_fields(destination, index, source, source_index)
+                continue
+            if source_index is not None:
+                source = self.b.getitem(source, source_index,
+                                        ArrayType(source.type.dtype, source.type.ndim, "C"))
+            self.b.setitem(destination, index, source)
+
+    def _field_of_record(self, record: Value, name: str) -> Value:
+        """Field `name` of the record `record`: a number, an array, or a nested record."""
+        t = record.type.numba_type.typeof(name)
+        if isinstance(t, nbt.Record):
+            nested = read_nested_record_through_view(self.b, record, name, from_numba(t))
+            if nested is not None:
+                return nested
+        if is_array_field(record.type.numba_type, name):
+            return self.read_record_field(record, name, None)
+        return self.b.getattr(record, name, from_numba(t))
+
+    def _whole_field(self, array: Value, name: str) -> Value:
+        """`p['a']` of the structured array `p`: a view of field `name` of every entry (for a
+        field holding an array, of one more dimension per axis of it)."""
+        record_type = array.type.dtype.numba_type
+        field = record_type.typeof(name)
+        ndim, element = array.type.ndim, field
+        if isinstance(field, nbt.NestedArray):
+            ndim, element = ndim + field.ndim, field.dtype
+        view_type = ArrayType(from_numba(element), ndim, "A", array.type.readonly)
+        return self.b.call(field_view_of(record_type, name), [array], type=view_type)
+
     def _record_leaves(self, record: Value, path: tuple) -> list:
         """[(field path, value)] of every scalar and array field of `record`, nested records
         walked (arrays as copies: the writes that follow may overwrite what they view)."""
@@ -120,6 +211,11 @@ class RecordFields:
         value = self._coerce(value, from_numba(record_type.typeof(name)))
         if not write_field_through_view(self.b, record, name, value):
             self.b.call(field_setter(name), [record, value], type=none)
+
+
+def is_record_array_type(t) -> bool:
+    """A structured array, whatever its fields."""
+    return isinstance(t, ArrayType) and is_record(t.dtype)
 
 
 def _record_type(t):

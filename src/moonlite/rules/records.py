@@ -24,11 +24,11 @@ import functools
 import numpy as np
 
 from .. import _numba as nb
-from ..ir.traits import AXES_VIEW, VIEW
+from ..ir.traits import ALLOCATES, AXES_VIEW, VIEW
 from ..ir import ops
 from ..ir.types import ArrayType, from_numba, none
-from .define import (RuleNotApplicable, defrule, linear_call, njit_from_source, no_adjoint,
-                     positional_only)
+from .define import (RuleNotApplicable, defrule, defzero, linear_call, njit_from_source,
+                     no_adjoint, positional_only)
 from .operands import reads_nothing
 from .registry import register
 
@@ -73,6 +73,19 @@ def _record_holder_impl(record):
     return impl
 
 
+@nb.njit(cache=True)
+def records_gathered_like(p, index):
+    """A new structured array shaped like `p[index]` (an index array or a mask), its entries
+    unset: capture fills it field by field (`capture/record_fields.py: gather_records`), so
+    every mode follows the gather as float-array gathers. A fresh allocation: zero tangent,
+    no adjoint (numba allocates `p[index]` and discards its values)."""
+    return np.empty_like(p[index])
+
+
+defzero(records_gathered_like)
+register(records_gathered_like, adjoint=no_adjoint, keywords=(), traits=ALLOCATES)
+
+
 def holder_type(record_type) -> ArrayType:
     """The type of `record_holder(r)` for a record of moonlite type `record_type`."""
     return ArrayType(record_type, 1, "C")
@@ -90,6 +103,35 @@ def field_adder(name: str):
                              "    return None\n", "add_to_field", f"field adder {name!r}")
     defrule(adder, _adder_jvp(adder))
     return adder
+
+
+@functools.lru_cache(maxsize=None)
+def records_adder(record_type):
+    """The njit function `add(shadow, cotangent)` doing `shadow[f] += cotangent[f]` for every
+    float field `f` of two structured arrays of numba record type `record_type` (nested
+    records walked, array fields whole): what `shadow += cotangent` means for structured
+    arrays, which numpy and numba do not add. Reverse mode seeds the shadow of a returned
+    structured array with it. Linear: its forward rule does the same to the tangents."""
+    lines = [f"    view = shadow{path}\n    view += cotangent{path}"  # numba: no field setitem
+             for path in _float_field_paths(record_type)]
+    adder = njit_from_source("def add_records(shadow, cotangent):\n" + "\n".join(lines)
+                             + "\n    return None\n", "add_records",
+                             f"records adder {record_type}")
+    defrule(adder, _adder_jvp(adder))
+    return adder
+
+
+def _float_field_paths(record_type, prefix: str = "") -> list:
+    """`['a']`, `['inner']['b']`, ...: the index paths of the float fields of a record type."""
+    paths = []
+    for name in record_type.fields:
+        t = record_type.typeof(name)
+        path = f"{prefix}[{name!r}]"
+        if isinstance(t, nb.types.Record):
+            paths += _float_field_paths(t, path)
+        elif isinstance(getattr(t, "dtype", t), nb.types.Float):
+            paths.append(path)
+    return paths
 
 
 def _adder_jvp(adder):

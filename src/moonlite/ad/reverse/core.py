@@ -15,7 +15,7 @@ from ...ir.cleanup import remove_dead_code
 from ...ir.locals import forward_locals
 from ...ir.core import Function, Op
 from ...ir.types import (ArrayType, BoolType, IntType, TupleType, int64, is_float_record,
-                         none)
+                         is_record_array, none)
 from ..refusals import arrays_held_by_opaque_values
 from ..activity import varied_values
 from ...ir.readonly import never_written
@@ -64,10 +64,11 @@ class _ReversePass(CustomRuleAdjoints, KeptValues, AdjointStore, ForwardSweep, P
         self.strong_zeros = strong_zeros  # every adjoint product zero-guarded (elementwise.py)
         self.context = context  # callee IR for custom.py (driver.PASS_CONTEXT)
         out = fn.return_type
-        if not (_is_float(out) or _is_float_array(out) or _is_tuple_output(out)):
+        if not (_is_float(out) or _is_float_array(out) or is_record_array(out)
+                or _is_tuple_output(out)):
             raise self.unsupported(None, f"reverse mode of a function returning {out}",
-                                   "return a float, a float array, or a tuple or namedtuple "
-                                   "of them")
+                                   "return a float, a float array, a structured array, or a "
+                                   "tuple or namedtuple of floats and float arrays")
         # arrays without shadows: inactive read-only data, and views of them (and inactive
         # records: never written, see rules/records.py)
         self.constant_arrays = {a for i, a in enumerate(fn.args) if active is not None
@@ -174,7 +175,7 @@ def _is_tuple_output(t) -> bool:
 def output_type(out):
     """The type of the output a reverse rule returns: arrays as C-contiguous copies taken at
     the return (the pullback then undoes writes), a tuple output as a plain tuple of those."""
-    if _is_float_array(out):
+    if _is_float_array(out) or is_record_array(out):
         return ArrayType(out.dtype, out.ndim, "C", False)
     if isinstance(out, TupleType):
         return TupleType(tuple(output_type(e) for e in out.elements))

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ...ir import ops
 from ...ir.core import Block, Value
-from ...ir.types import TupleType, int64, none
+from ...ir.types import TupleType, int64, is_record_array, none
+from ...rules.records import records_adder
 from .branches import Choice
 from .types import (Entry, has_adjoint as _has_adjoint, is_float as _is_float)
 from .keep import ShadowOf
@@ -152,7 +153,10 @@ class Pullback:
                     self.accumulate(Entry(value, k), cotangent)
         else:
             shadow = self.shadow(value)
-            if shadow is not None:
+            if shadow is not None and is_record_array(value.type):  # field by field
+                adder = records_adder(value.type.dtype.numba_type)
+                self.b.call(adder, [shadow, self.dout], type=none)
+            elif shadow is not None:
                 self.b.inplace(ops.Add, shadow, self.dout)
 
 
