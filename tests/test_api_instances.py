@@ -12,7 +12,7 @@ from numba.experimental import jitclass, structref
 
 import moonlite
 from moonlite.errors import ArgumentError, UnsupportedError
-from moonlite.testing import check_rule
+from moonlite.testing import check_jvp, check_rule
 from tests.corpus.constructs import CubicSpring, Reservoir, drain, spring_energy
 
 
@@ -334,3 +334,50 @@ def test_grad_of_a_structref_is_a_structref_of_gradients():
     np.testing.assert_allclose([level, rate, *weights], fd, rtol=1e-6)
     # differentiated with respect to, the instance is left as it was (api_instances.py)
     assert _smoother_fields(s)[0] == 0.3 and _smoother_fields(s)[3] == 0
+
+
+# --- an instance inside a tuple argument: the caller's object, held fixed ------------------
+
+@numba.njit
+def scaled_spring_energy(config, x):
+    """A (model, scale) configuration tuple, the way solvers bundle settings."""
+    spring, scale, offset = config
+    return scale * spring_energy(spring, x - offset) + np.sum(offset ** 2) * x[0]
+
+
+@numba.njit
+def nested_config_energy(config, x):
+    (spring, scale), weights = config
+    return scale * spring_energy(spring, x * weights) + np.sum(weights * x ** 3)
+
+
+def _config():
+    return (_spring(), 1.3, np.array([0.1, -0.2, 0.3]))
+
+
+def test_an_instance_in_a_tuple_argument_is_held_fixed_in_every_mode():
+    """Refused before (reverse mode said a value was put into the instance): its tangent and
+    gradient are None, the tuple's other entries are differentiated."""
+    check_rule(scaled_spring_energy, _config(), X, second_order=True)
+    nested = ((_spring(), 0.7), np.array([1.0, 0.5, 2.0]))
+    check_jvp(nested_config_energy, nested, X)
+    with pytest.raises(UnsupportedError, match="nested tuples"):  # as without an instance
+        moonlite.grad(nested_config_energy)(nested, X)
+
+
+def test_grad_of_a_tuple_holding_an_instance():
+    config = _config()
+    g_config, g_x = moonlite.grad(scaled_spring_energy, argnums=(0, 1))(config, X)
+    assert g_config[0] is None  # the instance: held fixed
+    base = scaled_spring_energy(config, X)
+    shifted = scaled_spring_energy((config[0], config[1] + H, config[2]), X)
+    assert g_config[1] == pytest.approx((shifted - base) / H, rel=1e-4)
+    _, pullback = moonlite.vjp(scaled_spring_energy, config, X)
+    assert pullback(1.0)[0][0] is None
+
+
+def test_a_tangent_for_an_instance_in_a_tuple_is_refused():
+    config = _config()
+    with pytest.raises(ArgumentError, match="carries no tangent; pass None"):
+        moonlite.jvp(scaled_spring_energy, (config, X),
+                     ((_spring(), 1.0, np.zeros(3)), np.ones(3)))

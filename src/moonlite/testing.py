@@ -70,8 +70,8 @@ def _random_tangent(a, rng):
             else float(rng.standard_normal())
     if kind == "array":  # (asarray: a 0-d draw is a Python float)
         return np.asarray(rng.standard_normal(a.shape)).astype(a.dtype)
-    if kind == "tuple":
-        return tuple(_random_tangent(e, rng) for e in a)
+    if kind == "tuple":  # (an instance in a tuple argument is held fixed: None)
+        return tuple(None if _kind(e) == "instance" else _random_tangent(e, rng) for e in a)
     if kind in ("record", "records"):  # random float fields, zero others
         t = zero_tangent_like(a)
         for *outer, name in _float_fields(a.dtype):  # an array field: its shape too
@@ -202,7 +202,8 @@ def _flatten(value, like) -> np.ndarray:
         return np.ravel(np.asarray(value, dtype=float))
     if _kind(like) in ("record", "records"):
         return _record_floats(value, like)
-    if _kind(like) == "instance" and _instance_floats(like):
+    if _kind(like) == "instance" and _instance_floats(like) and value is not None:
+        # (None: an instance held fixed, inside a tuple argument)
         values, likes = _fields(value), _fields(like)
         return np.concatenate([_flatten(values[n], likes[n]) for n in _instance_floats(like)])
     return np.zeros(0)

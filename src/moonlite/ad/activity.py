@@ -22,6 +22,7 @@ from ..ir.types import ArrayType, BoolType, IntType, TupleType, is_record_array
 from ..ir.readonly import never_written
 from ..rules.records import record_view
 from ..rules.registry import has_adjoint, is_float_array
+from .refusals import caller_instance
 
 
 def varied_values(fn: Function, active=None, constant_arrays=frozenset()) -> set:
@@ -42,7 +43,7 @@ def varied_values(fn: Function, active=None, constant_arrays=frozenset()) -> set
             if result in varied:
                 continue
             if _writable_float_array(result.type) or not _derivative_free(result.type) \
-                    and any(v in varied for v in op.operands):
+                    and not caller_instance(op) and any(v in varied for v in op.operands):
                 varied.add(result)
                 changed = True
     return varied

@@ -28,14 +28,14 @@ import numpy as np
 
 from .. import _numba as nb
 from ..ir import ops
-from ..ir.core import Op
+from ..ir.core import Argument, Op
 from ..ir.types import (ArrayType, NoneType, OpaqueType, TupleType, is_float_record,
                         is_record_array, is_record_like)
 from ..rules.catalogue import EFFECT_FREE
 from ..rules.custom import lookup_custom
 from ..ir.traits import Trait
 from ..rules.registry import is_float_array
-from ..rules.jitclasses import class_name, maker
+from ..rules.jitclasses import class_name, is_numba_instance_type, maker
 from ..rules.records import record_holder, zero_record_like
 from .opinfo import describe, hashable
 from ..ir.readonly import value_users, views_of
@@ -88,11 +88,43 @@ def refusal(op: Op, carries_derivative: Callable, hidden_arrays=frozenset(),
         return (f"a {class_name(result.type.numba_type)} instance built from values being "
                 "differentiated and used other than by reading its fields (returned, stored, or "
                 "built from fields of other types on another path)", _READ_BUILT_INSTANCES)
-    if result is not None and hides_derivatives(result.type) \
+    if result is not None and hides_derivatives(result.type) and not caller_entry(op) \
             and any(carries_derivative(v) for v in op.operands):
         return (f"{describe(op)}, which puts a value being differentiated into a "
                 f"{_kind_of(result.type)}", _KEEP_FLOATS_APART)
     return None
+
+
+def caller_instance(op: Op) -> bool:
+    """`t[k]` taking a jitclass or structref instance out of a tuple the function is given
+    (`f((model, w), x)`, also nested): the caller's object, held fixed in every mode (its
+    tangent and gradient are None, as for a number the caller passes), never a value being
+    differentiated, whatever the tuple's float entries carry."""
+    return isinstance(op, ops.TupleGetItem) and isinstance(op.result.type, OpaqueType) \
+        and is_numba_instance_type(op.result.type.numba_type) and _entry_of_argument(op.tuple)
+
+
+def caller_entry(op: Op) -> bool:
+    """`caller_instance`, or a tuple taken out of a tuple argument whose only values without
+    a tangent are such instances (`(model, scale), w = config`): its other entries carry
+    their derivatives as a tuple's do."""
+    return isinstance(op, ops.TupleGetItem) and _entry_of_argument(op.tuple) \
+        and _hides_only_instances(op.result.type)
+
+
+def _hides_only_instances(t) -> bool:
+    if isinstance(t, OpaqueType):
+        return is_numba_instance_type(t.numba_type)
+    if isinstance(t, TupleType):
+        return all(_hides_only_instances(e) or not hides_derivatives(e) for e in t.elements)
+    return not hides_derivatives(t)
+
+
+def _entry_of_argument(value) -> bool:
+    if isinstance(value, Argument):
+        return True
+    op = getattr(value, "op", None)
+    return isinstance(op, ops.TupleGetItem) and _entry_of_argument(op.tuple)
 
 
 # What derived code does with a structured array or record being differentiated: read entries
