@@ -381,3 +381,74 @@ def test_a_tangent_for_an_instance_in_a_tuple_is_refused():
     with pytest.raises(ArgumentError, match="carries no tangent; pass None"):
         moonlite.jvp(scaled_spring_energy, (config, X),
                      ((_spring(), 1.0, np.zeros(3)), np.ones(3)))
+
+
+# --- kernels returning an instance (api_instance_outputs.py) ---------------------------------
+
+@jitclass([("x", numba.float64[:]), ("v", numba.float64[:]), ("t", numba.float64),
+           ("steps", numba.int64), ("label", numba.types.unicode_type)])
+class Trajectory:
+    def __init__(self, x, v, t, steps):
+        self.x, self.v, self.t, self.steps = x, v, t, steps
+        self.label = "pendulum"
+
+
+@numba.njit
+def pendulum_step(s, k, dt):
+    """One symplectic Euler step returning the new state, the way jitclass codes write it."""
+    v = s.v - dt * k * np.sin(s.x)
+    return Trajectory(s.x + dt * v, v, s.t + dt, s.steps + 1)
+
+
+@numba.njit
+def pendulum_run(x0, k, n):
+    s = Trajectory(x0.copy(), np.zeros_like(x0), 0.0, 0)
+    for _ in range(n):
+        s = pendulum_step(s, k, 0.05)
+    return s
+
+
+@numba.njit
+def reset_speed(s, speed):
+    """A field of the argument written, and the argument returned."""
+    s.v = s.v * 0.0 + speed
+    return s
+
+
+def _trajectory():
+    return Trajectory(np.array([0.3, -0.8]), np.array([0.1, 0.4]), 0.0, 0)
+
+
+@pytest.mark.parametrize("kernel, make_args", [
+    (pendulum_step, lambda: (_trajectory(), 1.7, 0.1)),
+    (pendulum_run, lambda: (np.array([0.3, -0.8]), 1.7, 5)),
+    (reset_speed, lambda: (_trajectory(), 0.6)),
+], ids=["step", "run", "written_argument"])
+def test_a_returned_instance_in_every_mode(kernel, make_args):
+    check_rule(kernel, *make_args())
+
+
+def test_the_tangent_of_a_returned_instance_is_an_instance():
+    x0 = np.array([0.3, -0.8])
+    out, tangent = moonlite.jvp(pendulum_run, (x0, 1.7, 5), (np.zeros(2), 1.0, None))
+    assert type(out) is type(tangent) and out.steps == 5 and out.label == "pendulum"
+    assert tangent.steps == 0 and tangent.t == 0.0  # (t does not depend on k)
+    h = 1e-6
+    fd = (pendulum_run(x0, 1.7 + h, 5).x - pendulum_run(x0, 1.7 - h, 5).x) / (2 * h)
+    np.testing.assert_allclose(tangent.x, fd, rtol=1e-6)
+
+
+def test_the_pullback_of_a_returned_instance_takes_an_instance():
+    s = _trajectory()
+    out, pullback = moonlite.vjp(pendulum_step, s, 1.7, 0.1)
+    assert out.steps == 1
+    with pytest.raises(ArgumentError, match="must be an instance of the same class"):
+        pullback(np.ones(2))
+    _, pullback = moonlite.vjp(pendulum_step, s, 1.7, 0.1)
+    cotangent = Trajectory(np.ones(2), np.zeros(2), 0.0, 0)
+    ds, dk, ddt = pullback(cotangent)
+    h = 1e-6
+    fd = (np.sum(pendulum_step(s, 1.7 + h, 0.1).x)
+          - np.sum(pendulum_step(s, 1.7 - h, 0.1).x)) / (2 * h)
+    assert dk == pytest.approx(fd, rel=1e-6)
+    assert type(ds) is type(s)

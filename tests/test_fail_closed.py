@@ -104,9 +104,27 @@ def jitclass_in_a_tuple_carried_around_a_loop(x):
 
 
 @numba.njit
-def jitclass_built_from_other_types_on_two_paths(x, c):
-    box = Box(x) if c > 0 else Box(1)  # fields tuples (float64,) and (int64,)
-    return box.value * 2.0
+def jitclass_built_from_numbers_of_two_types(x, c):
+    box = Box(x) if c > 0 else Box(1)  # the int converted to the field's float, as numba does
+    return box.value * 2.0 * x
+
+
+def test_a_jitclass_built_from_numbers_of_two_types_in_every_mode():
+    """Refused until the fields tuples were converted to the declared types at capture."""
+    for c in (1.0, -1.0):
+        check_rule(jitclass_built_from_numbers_of_two_types, 0.7, c, second_order=True)
+
+
+@jitclass([("w", numba.float64[:])])
+class Weights:
+    def __init__(self, w):
+        self.w = w
+
+
+@numba.njit
+def jitclass_built_from_arrays_of_two_layouts(x, c):
+    v = Weights(x * 2.0) if c > 0 else Weights(x[::2])  # fields tuples of C and A arrays
+    return np.sum(v.w) * 2.0
 
 
 def test_a_jitclass_in_a_tuple_carried_around_a_loop_in_every_mode():
@@ -420,9 +438,9 @@ _TABLE = np.array([(0.5, 1.5), (2.0, -1.0)], dtype=[("a", "f8"), ("b", "f8")])
 REFUSED = [
     ("jitclass_field_of_a_chosen_instance", jitclass_field_of_a_chosen_instance, (0.7,),
      "writing a field of a Box instance chosen by a branch"),
-    ("jitclass_built_from_other_types_on_two_paths",
-     jitclass_built_from_other_types_on_two_paths, (0.7, 1.0),
-     "Box instance built from values being differentiated and used other than"),
+    ("jitclass_built_from_arrays_of_two_layouts",
+     jitclass_built_from_arrays_of_two_layouts, (np.ones(4), 1.0),
+     "Weights instance built from values being differentiated and used other than"),
     ("jitclass_whose_init_calls_a_method", jitclass_whose_init_calls_a_method, (0.7,),
      "puts a value being differentiated into a jitclass instance"),
     ("fill_diagonal", fill_diagonal, (np.ones((3, 3)), 0.5), "returns nothing"),

@@ -51,6 +51,7 @@ LAYER_OF = {
     "moonlite.api_njit": "api",
     "moonlite.api_vjp": "api",
     "moonlite.api_instances": "api",
+    "moonlite.api_instance_outputs": "api",
     "moonlite.testing": "api",
     "moonlite.demo": "top",
     "moonlite": "top",  # the package's __init__: the public names

@@ -23,6 +23,7 @@ from .ad.tangents import mentions_complex
 from .api import (_check_arguments, _is_none_tangent, checked_primals_and_tangents,
                   compile_lock)
 from .api_drivers import api_dispatcher
+from .api_instance_outputs import instance_output_jvp, returned_instance_type
 from .api_instances import flat_calls_ir, flat_kernel, has_instance_tangent
 from .driver import PASS_CONTEXT, api_cached, api_entry, derived_forward_rule
 from .errors import ArgumentError, MoonliteError, UnsupportedError
@@ -169,7 +170,13 @@ def jvp(f, primals: Sequence, tangents: Sequence):
     After the first call for `f`, a look-up and one call of the compiled `jvp_f(primals,
     tangents)` (`api_calls.py`), which checks the tangents itself.
     """
-    out, dout = compiled_call(f, "jvp", _JVP, _jvp_dispatcher, primals, tangents)
+    try:
+        out, dout = compiled_call(f, "jvp", _JVP, _jvp_dispatcher, primals, tangents)
+    except UnsupportedError:  # a kernel returning an instance: through its fields
+        returned = returned_instance_type(f, primals)
+        if returned is None:
+            raise
+        return instance_output_jvp(jvp, f, returned, tuple(primals), tuple(tangents))
     return out, (None if _is_none_tangent(dout) else dout)
 
 

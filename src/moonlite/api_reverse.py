@@ -256,8 +256,9 @@ def _check_cotangent(dout, out, where: str) -> None:
         for k, (d, o) in enumerate(zip(dout, out)):
             if _no_derivative(o):
                 if not (d is None or _is_real(d)):
-                    raise ArgumentError(f"{where}, entry {k}: the output entry is an int or a "
-                                        f"bool: its cotangent is unused (pass None or 0), got "
+                    raise ArgumentError(f"{where}, entry {k}: the output entry is an int, a "
+                                        f"bool or a string: its cotangent is unused (pass None "
+                                        f"or 0), got "
                                         f"{type(d).__name__}")
                 continue
             _check_cotangent(d, o, f"{where}, entry {k}")
@@ -281,16 +282,17 @@ def _check_cotangent(dout, out, where: str) -> None:
 
 def _as_cotangent(dout, out):
     if isinstance(out, tuple):  # (a namedtuple's cotangent: a plain tuple, as its tangent)
-        return tuple(type(o)(0) if _no_derivative(o) else _as_cotangent(d, o)
-                     for d, o in zip(dout, out))
+        return tuple((o if isinstance(o, str) else type(o)(0)) if _no_derivative(o)
+                     else _as_cotangent(d, o) for d, o in zip(dout, out))
     if isinstance(out, np.ndarray):
         return np.ascontiguousarray(dout)  # (the rule's cotangent is C-contiguous, as its output)
     return type(out)(dout) if isinstance(out, np.floating) else float(dout)
 
 
 def _no_derivative(value) -> bool:
-    """An int or bool output entry (numba boxes them as Python ints and bools)."""
-    return isinstance(value, (bool, int, np.integer, np.bool_))
+    """An int, bool or string output entry (numba boxes them as Python ints, bools and
+    strings)."""
+    return isinstance(value, (bool, int, np.integer, np.bool_, str))
 
 
 def _is_real(value) -> bool:

@@ -29,6 +29,7 @@ from .ad.guards import (any_shared_memory, check_aliasing, deferred_interrupts, 
                         copy_back, private_copies)
 from .ad.nan_retry import has_nan, note_nan_array, note_nan_float
 from .api import _check_arguments, _check_njit, compile_lock, instance_type_of
+from .api_instance_outputs import instance_output_vjp, returned_instance_type
 from .api_instances import flat_kernel, flattenable, python_flat_values, python_instances
 from .api_njit import _njit_function
 from .api_reverse import (_as_cotangent, _check_cotangent, _split_rule, _strong_zeros_gradients,
@@ -65,17 +66,32 @@ def vjp(f, *primals):
         if _takes_instances(primals):  # (its dispatcher is then never built)
             return _instance_vjp(f, primals)
         if calls[0] == 1:
-            return _first_vjp(f, primals)
+            return _first_vjp_or_instance(f, primals)
         caller = _vjp_dispatcher(f)
     try:
         return caller(*primals)
     except Exception:
         if any(map(_is_record_value, primals)) or _returns_tuple(f, primals):
             return _first_vjp(f, primals)  # what the dispatcher refuses (_vjp_ir)
+        returned = returned_instance_type(f, primals)
+        if returned is not None:
+            return instance_output_vjp(vjp, f, returned, primals)
         if _takes_instances(primals):
             return _instance_vjp(f, primals)
         _checked_split(f, primals)  # raises the precise error when it finds one
         raise
+
+
+def _first_vjp_or_instance(f, primals: tuple):
+    """`_first_vjp`, or for a kernel returning a jitclass or structref instance (which the
+    reverse pass refuses) `vjp` through the fields of its output (api_instance_outputs.py)."""
+    try:
+        return _first_vjp(f, primals)
+    except UnsupportedError:
+        returned = returned_instance_type(f, primals)
+        if returned is None:
+            raise
+        return instance_output_vjp(vjp, f, returned, primals)
 
 
 def _tuple_output(sweep) -> bool:

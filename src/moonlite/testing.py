@@ -325,20 +325,21 @@ def _only(tangents, i: int) -> list:
 
 
 def _reverse_output(value) -> bool:
-    """An output reverse mode takes: a float, a float array, a tuple of those, or a
-    structured array with float fields."""
+    """An output reverse mode takes: a float, a float array, a tuple of those, a structured
+    array with float fields, or a jitclass or structref instance with float fields."""
     if isinstance(value, tuple):  # (ints and bools beside: their cotangents are unused)
         kinds = [_kind(v) for v in value]
         return any(k in ("float", "array") for k in kinds) and all(
             k in ("float", "array") or isinstance(v, (bool, int, np.integer, np.bool_))
             for k, v in zip(kinds, value))
-    return _kind(value) in ("float", "array", "records")
+    return _kind(value) in ("float", "array", "records") \
+        or _kind(value) == "instance" and bool(_instance_floats(value))
 
 
 def _random_cotangent(out, rng):
     if isinstance(out, tuple):  # a namedtuple's cotangent is a plain tuple
         return tuple(None if _kind(o) == "none" else _random_cotangent(o, rng) for o in out)
-    if _kind(out) in ("array", "records"):
+    if _kind(out) in ("array", "records", "instance"):
         return _random_tangent(out, rng)
     return type(out)(rng.standard_normal() or 1.0)
 
@@ -353,7 +354,7 @@ def _dout_differences(f, args, tangents, dout) -> list:
         pairs = [(p, m, d) for p, m, d in zip(plus, minus, dout) if d is not None] \
             if isinstance(dout, tuple) else [(plus, minus, dout)]
         estimates.append(sum(float(np.dot(_flatten(d, d), _flatten(p, d) - _flatten(m, d)))
-                             / (2 * h) if _kind(d) == "records" else
+                             / (2 * h) if _kind(d) in ("records", "instance") else
                              float(np.sum(np.asarray(d, dtype=float) * (
                                  np.asarray(p, dtype=float) - np.asarray(m, dtype=float))
                                  / (2 * h)))

@@ -3,8 +3,10 @@ structured array it allocates from what is in scope (fields of entries written b
 attribute, an int field too), updates it in place (a for loop over its records, a whole field
 written through its view) and reduces it to a float (a whole-field sum, or a loop reading the
 fields of each entry). A third dtype has a field holding an array (`('v', 'f8', (3,))`),
-written and read by entry, by element and as the `(n, 3)` view of every entry's. Last, the
-entry an argmax loop picks may be written through the record it keeps.
+written and read by entry, by element and as the `(n, 3)` view of every entry's. Then the
+entry an argmax loop picks may be written through the record it keeps, and last whole records
+may be copied: the array copied or gathered in sorted order, entries shifted by a slice
+assignment, one broadcast into another.
 
 Like `gen_lists.py`, the block draws from its own random stream (`rng`) and reads names only:
 a seed's kernel without the "records" group is the same text as before the group existed. Its
@@ -17,7 +19,7 @@ from __future__ import annotations
 RECORD_FEATURES = frozenset({
     "record_field_write", "record_attr_write", "record_int_field", "record_iterate_write",
     "record_whole_field_write", "record_whole_field_read", "record_field_read",
-    "record_unaligned", "record_array_field", "record_chosen_write",
+    "record_unaligned", "record_array_field", "record_chosen_write", "record_copies",
 })
 
 _DTYPES = {
@@ -43,7 +45,8 @@ def record_block(rng, scope, fresh, emit, features: set, prelude: list, indent: 
         _vectors(rng, f, table, emit, features, indent)
     out = fresh("r")
     _reduce(rng, table, out, emit, features, indent)
-    _chosen(rng, f, table, out, fresh, emit, features, indent)  # (drawn last: see above)
+    _chosen(rng, f, table, out, fresh, emit, features, indent)  # (drawn after the rest:
+    _copied(rng, f, table, out, fresh, emit, features, indent)  # older seeds keep their text)
     return out
 
 
@@ -112,3 +115,19 @@ def _reduce(rng, table, out, emit, features, indent) -> None:
     emit(indent, f"{out} = 0.0")
     emit(indent, f"for i in range(len({table})):")
     emit(indent + 1, f"{out} += {table}[i].x * {table}[i]['w'] * (i + 1)")
+
+
+def _copied(rng, f, table, out, fresh, emit, features, indent) -> None:
+    """Whole records copied (capture/record_fields.py: copy_records_into, gather_records): a
+    copy or a sorted gather of the table, its entries shifted down by one (overlapping
+    slices), the last written over the first, then read."""
+    if rng.random() >= 0.5:
+        return
+    features.add("record_copies")
+    copy = fresh("cp")
+    source = rng.choice((f"{table}.copy()", f"{table}[np.argsort({table}['x'])]"))
+    emit(indent, f"{copy} = {source}")
+    emit(indent, f"{copy}[1:] = {copy}[:-1]")
+    emit(indent, f"{copy}[0] = {table}[len({table}) - 1]")
+    emit(indent, f"{copy}[0].x = {copy}[0].x * {f}")
+    emit(indent, f"{out} += np.sum({copy}['x'] * {copy}['w'])")

@@ -25,6 +25,7 @@ from ..rules.records import (field_set_by, one_entry_view, record_view,
 from .context import NO_CALLEES, PassContext
 from .instance_fields import promote_instance_fields, writes_instance_fields
 from .instances import (field_of_built_instance, read_through_built_instances,
+                        retype_field_arrays,
                         read_through_instance_phis, split_tuple_phis)
 from .opinfo import is_math_call, writes_no_memory
 
@@ -41,13 +42,13 @@ def inline_njit_calls(fn: Function, keep=lambda callee: False,
     inliner = _Inliner(fn, keep, context, _stack, only, mode, _read_through)
     inlined = inliner.run()
     if _stack or not _read_through or not writes_instance_fields(inlined):
-        return inlined
+        return retype_field_arrays(inlined, inliner.b)
     # A field written: reading fields through as ops are copied would read a field before
     # stores that come later. Again, reading them once every store is a local's.
     inliner = _Inliner(fn, keep, context, _stack, only, mode, read_through=False)
     inlined = promote_instance_fields(inliner.run(), inliner.b, mode)
     read_through_built_instances(inlined, inliner.b)
-    return remove_dead_code(inlined)
+    return remove_dead_code(retype_field_arrays(inlined, inliner.b))
 
 
 class _Inliner:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..rules.jitclasses import field_index, is_instance_type, maker
+from ..rules.jitclasses import any_layout, field_index, is_instance_type, maker
 from ..ir import ops
 from ..ir.core import Function
 from ..ir.types import TupleType
@@ -44,6 +44,33 @@ def as_field(b, item, want):
     return None
 
 
+def _substitute(fn: Function, found: dict) -> None:
+    """In place: every operand `v` in `found` replaced by `found[v]`."""
+    for op in fn.ops():
+        op.operands = tuple(found.get(v, v) for v in op.operands)
+
+
+def retype_field_arrays(fn: Function, builder) -> Function:
+    """In place: a C array read out of a field declared "A" is handed back as it is by
+    `as_field` (indexing it stays contiguous); where a tuple or a return holds it, whose type
+    is numba's for the field's read, it is retyped "A" by `any_layout` first. `fn`."""
+    for op in list(fn.ops()):
+        if isinstance(op, ops.BuildTuple):
+            wanted = op.result.type.elements
+        elif isinstance(op, ops.Return) and op.operands:
+            wanted = (fn.return_type,)
+        else:
+            continue
+        operands = list(op.operands)
+        for k, (v, want) in enumerate(zip(operands, wanted)):
+            if v.type != want and _same_array_but_layout(v.type, want):
+                builder.loc = op.loc
+                with builder.before(op):
+                    operands[k] = builder.call(any_layout, [v], type=want)
+        op.operands = tuple(operands)
+    return fn
+
+
 def _same_array_but_layout(got, want) -> bool:
     return all(hasattr(t, "ndim") and hasattr(t, "dtype") for t in (got, want)) \
         and (got.ndim, got.dtype) == (want.ndim, want.dtype) and want.layout == "A"
@@ -61,8 +88,7 @@ def read_through_built_instances(fn: Function, builder) -> Function:
                 field = field_of_built_instance(builder, op.value, op.name, op.result.type)
             if field is not None:
                 found[op.result] = field
-    for op in fn.ops():
-        op.operands = tuple(found.get(v, v) for v in op.operands)
+    _substitute(fn, found)
     return read_through_instance_phis(fn, builder)
 
 
@@ -137,8 +163,7 @@ def _replace_field_reads(fn: Function, builder, tuples: dict) -> None:
                 new = as_field(builder, builder.tuple_getitem(twin.result, k), op.result.type)
             if new is not None:
                 replaced[op.result] = new
-    for op in fn.ops():
-        op.operands = tuple(replaced.get(v, v) for v in op.operands)
+    _substitute(fn, replaced)
 
 
 def split_tuple_phis(fn: Function, builder) -> None:

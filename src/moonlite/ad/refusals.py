@@ -47,8 +47,8 @@ _KEEP_FLOATS_APART = ("keep the values being differentiated in local variables, 
                       "jitclass or structref instances, or lists")
 
 _READ_BUILT_INSTANCES = ("read its fields and call its methods in the function that builds "
-                         "it or in njit functions it is passed to; build it from values of "
-                         "the field's own type on every path (Box(float(n)), not Box(n))")
+                         "it or in njit functions it is passed to; build it from arrays of "
+                         "one layout on every path (copy a strided view: x[::2].copy())")
 
 
 # Derived code handles every entry of a tuple separately (a tangent, an adjoint and a shadow per

@@ -178,8 +178,22 @@ class ConstructReads:
             fields_type = call_result_type(ctor.fields, [a.type for a in args])
         except TypingFailure:
             return None  # e.g. an array field read before it is set
-        fields = self.b.call(ctor.fields, args, None, fields_type)
+        fields = self._as_declared(self.b.call(ctor.fields, args, None, fields_type), instance)
         return self.b.call(ctor.make, [fields], None, from_numba(instance))
+
+    def _as_declared(self, fields, instance):
+        """The fields tuple with each number converted to its field's declared type, as
+        `make` (and numba's own setattr) would convert it: `Box(1)` and `Box(x)` then build
+        from tuples of one type, so a phi choosing between them reads through them
+        (`ad/instances.py`). Unchanged when every entry has its field's type already."""
+        declared = [from_numba(t) for t in instance.struct.values()]
+        entries = [self.b.tuple_getitem(fields, k) for k in range(len(declared))]
+        if all(e.type == t or not (e.type.is_scalar and t.is_scalar)
+               for e, t in zip(entries, declared)):
+            return fields
+        return self.b.build_tuple([self._coerce(e, t) if e.type.is_scalar and t.is_scalar
+                                   else e for e, t in zip(entries, declared)])
+
 
     def _structref_construction(self, expr, target, instance):
         """`State(x, v)` of a `structref.define_proxy` class as `make((x, v))`, the arguments

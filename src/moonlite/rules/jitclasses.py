@@ -18,7 +18,7 @@ from typing import NamedTuple, Optional
 
 from .. import _numba as nb
 from ..ir.traits import Trait
-from ..ir.types import TupleType
+from ..ir.types import ArrayType, TupleType
 from .define import njit_from_source, no_adjoint
 from .operands import reads_nothing
 from .registry import register
@@ -217,3 +217,38 @@ def _allocator(instance_type):
         return instance_type(), codegen
 
     return new_instance
+
+
+# --- an array set into a field declared of any layout ----------------------------------------
+
+def _same_array(context, builder, signature, args):
+    """The codegen of an intrinsic that only changes an array's layout in its type (numba's
+    arrays of every layout share one data model)."""
+    return nb.impl_ret_borrowed(context, builder, signature.return_type, args[0])
+
+
+@nb.intrinsic
+def _as_any_layout(typingctx, array):
+    if not isinstance(array, nb.types.Array):
+        return None
+    result = nb.types.Array(array.dtype, array.ndim, "A", readonly=not array.mutable)
+    return result(array), _same_array
+
+
+any_layout = njit_from_source("def any_layout(a):\n    return as_any_layout(a)\n",
+                              "any_layout", "any layout", as_any_layout=_as_any_layout)
+any_layout.__doc__ = """`any_layout(a)`: the array `a` itself, typed of layout "A": a C-ordered
+array read back out of a jitclass field declared `float64[:]` where an op already typed the
+field's read as numba does (a tuple of fields, `ad/instances.py: as_field`). Linear and a view
+of `a`: its tangent is `any_layout` of a's, its shadow the same view of a's shadow."""
+
+
+def _any_layout_jvp(b, primals, tangents, kwargs):
+    if tangents[0] is None:
+        return None
+    t = tangents[0].type
+    return b.call(any_layout, [tangents[0]], type=ArrayType(t.dtype, t.ndim, "A", False))
+
+
+register(any_layout, jvp=_any_layout_jvp, adjoint=no_adjoint, reads=reads_nothing,
+         keywords=(), traits=Trait.AXES_VIEW | Trait.VIEW)

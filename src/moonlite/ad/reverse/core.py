@@ -14,8 +14,9 @@ from ...ir.cfg import natural_loops, predecessors
 from ...ir.cleanup import remove_dead_code
 from ...ir.locals import forward_locals
 from ...ir.core import Function, Op
-from ...ir.types import (ArrayType, BoolType, IntType, TupleType, int64, is_float_record,
-                         is_record_array, none)
+from ...ir.types import (ArrayType, BoolType, IntType, OpaqueType, TupleType, int64,
+                         is_differentiable, is_float_record, is_record_array, none)
+from ..tangents import hides_derivatives
 from ..refusals import arrays_held_by_opaque_values
 from ..activity import varied_values
 from ...ir.readonly import never_written
@@ -163,13 +164,19 @@ class _ReversePass(CustomRuleAdjoints, KeptValues, AdjointStore, ForwardSweep, P
 
 
 def _is_tuple_output(t) -> bool:
-    """A tuple (or namedtuple) output of floats and float arrays, and of ints and bools (an
-    iteration count beside a loss), one at least differentiable: its cotangent is a tuple (the
-    ints' entries unused)."""
+    """A tuple (or namedtuple) output of floats and float arrays, and of ints, bools and
+    strings (an iteration count beside a loss), one at least differentiable: its cotangent is
+    a tuple (the other entries unused)."""
     return isinstance(t, TupleType) and any(
         _is_float(e) or _is_float_array(e) for e in t.elements) and all(
         _is_float(e) or _is_float_array(e) or isinstance(e, (IntType, BoolType))
-        for e in t.elements)
+        or _float_free(e) for e in t.elements)
+
+
+def _float_free(t) -> bool:
+    """A value that holds no float (a string, a field of an instance returned beside its
+    floats: api_instance_outputs.py): its cotangent is unused, as an int's."""
+    return isinstance(t, OpaqueType) and not hides_derivatives(t) and not is_differentiable(t)
 
 
 def output_type(out):
