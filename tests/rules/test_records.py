@@ -9,7 +9,8 @@ import pytest
 import moonlite
 from moonlite.errors import ArgumentError, UnsupportedError
 from moonlite.rules import lookup_jvp
-from moonlite.rules.records import field_adder, record_holder, zero_record_like
+from moonlite.rules.records import (field_adder, record_holder, records_adder,
+                                    records_gathered_like, zero_record_like)
 from moonlite.testing import check_jvp, check_rule
 
 SPECIES = np.dtype([("epsilon", "f8"), ("sigma", "f8"), ("charge", "i8")])
@@ -221,3 +222,36 @@ def test_what_reverse_mode_refuses():
 @pytest.mark.parametrize("c", [1.0, -1.0])
 def test_a_record_chosen_by_a_branch_in_every_mode(c):
     check_rule(_chosen, _species(), c, second_order=True)
+
+
+# --- the helpers whole-record copies and structured outputs use ---------------------------------
+
+_ADD_SPECIES = records_adder(numba.from_dtype(SPECIES))
+
+
+@numba.njit
+def _added_into(p, q, s):
+    out = p.copy()
+    _ADD_SPECIES(out, q)  # out's float fields += q's (the int field is left alone)
+    return np.sum(out["epsilon"] * out["sigma"]) * s
+
+
+def test_records_adder_in_every_mode():
+    check_rule(_added_into, _species(), _species()[::-1].copy(), 0.7, second_order=True)
+    p, q = _species(), _species()
+    _ADD_SPECIES(p, q)
+    assert np.array_equal(p["epsilon"], 2 * q["epsilon"]) and np.array_equal(p["charge"],
+                                                                            q["charge"])
+
+
+@numba.njit
+def _gathered(p, idx, s):
+    q = records_gathered_like(p, idx)  # unset entries: only its shape and dtype are read
+    return q.shape[0] * s + p[idx[0]].sigma * s
+
+
+def test_records_gathered_like_is_an_allocation():
+    p = _species()
+    assert records_gathered_like(p, np.array([1, 0, 1])).shape == (3,)
+    assert lookup_jvp(records_gathered_like) is not None
+    check_rule(_gathered, p, np.array([1, 0]), 0.7)
