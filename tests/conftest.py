@@ -29,6 +29,7 @@ if "NUMBA_OPT" not in os.environ:
 LONGEST_FILES = (
     "tests/capture/test_constructs.py",  # 354 s
     "tests/ad/test_reverse_rules.py",  # 282
+    "tests/rules/test_linalg.py",  # 255
     "tests/capture/test_record_fields.py",  # 236
     "tests/capture/test_lists.py",  # 202
     "tests/ad/test_forward_numpy.py",  # 170
@@ -36,6 +37,7 @@ LONGEST_FILES = (
     "tests/test_fail_closed.py",  # 136
     "tests/rules/test_systematic_elementwise.py",  # 125
     "tests/rules/test_systematic_binary.py",  # 124
+    "tests/rules/test_kron.py",  # 119
     "tests/fuzz/test_fuzz_quick.py",  # 116
     "tests/test_cache.py",  # 111
     "tests/fuzz/test_fuzz_regressions.py",  # 110

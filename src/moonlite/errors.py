@@ -69,6 +69,23 @@ class UnsupportedError(MoonliteError):
         return "\n".join(lines)
 
 
+class UnsupportedInputError(UnsupportedError):
+    """A derivative met, at run time, an input its rule does not cover: the kernel was accepted
+    when it was compiled, and only the shapes or values show the problem
+    (`np.linalg.svd` of a non-square matrix with `full_matrices=True`, `np.linalg.pinv` of a
+    matrix of lower rank). Raised from a rule's njit code, which numba allows with positional
+    constant arguments only: hence `(construct, hint)`, and no function or source line."""
+
+    def __init__(self, construct: str, hint: str = ""):
+        super().__init__(construct, hint=hint)
+
+    def _format(self, source_line: str) -> str:
+        lines = [f"moonlite does not support {self.construct}"]
+        if self.hint:
+            lines.append(f"  what to do: {self.hint}")
+        return "\n".join(lines)
+
+
 class ArgumentError(MoonliteError, ValueError):
     """Arguments given to a moonlite API function do not fit the function being differentiated."""
 

@@ -87,6 +87,7 @@ class Importer(Parameters, ConstructReads, GrowingLists, LoopReads, RecordFields
         self._remove_trivial_list_phis()
         route_record_phis(self.b.function)
         fn = remove_dead_code(self.b.function)
+        rewrites.narrow_optional_return(fn)  # (np.linalg.matrix_power returned)
         self.check_array_lists(fn)
         self._refuse_ill_typed_ops(fn)
         return fn

@@ -15,6 +15,7 @@ forward over reverse need no handler of their own for it (and cannot disagree ab
 | `a.fill(v)` | `a[:, ..., :] = v` |
 | `a.var()`, `a.std()` | `np.var(a)`, `np.std(a)` |
 | `np.average(a)`, `np.average(a, weights=w)` (no axis) | `np.mean(a)`, `weighted_average(a, w)` (an njit function) |
+| `np.linalg.matrix_power(a, n)` (float matrix, int n) | `rules.linalg.matrix_power(a, n)`: numba's products, returning an array, not an Optional |
 | `a[:, None]`, `a[None, 1:]`, `X[:, np.newaxis, :]` (indexing with newaxis) | `np.reshape(a[:], (n, 1))` of a C-contiguous view, else `np.expand_dims` per new axis |
 
 A rewrite that does not apply returns None and the call is kept as it is.
@@ -31,10 +32,13 @@ from typing import Optional
 import numpy as np
 
 from .. import _numba as nb
+from ..ir import ops
 from ..ir.builder import Builder
 from ..ir.core import Value
-from ..ir.types import ArrayType, FloatType, IntType, SliceType, TupleType, int64, none
+from ..ir.types import (ArrayType, FloatType, IntType, OpaqueType, SliceType, TupleType,
+                        from_numba, int64, none)
 from ..ir.typing import TypingFailure, call_result_type
+from ..rules.linalg import matrix_power
 
 nbt = nb.types
 
@@ -115,6 +119,8 @@ def rewrite_call(b: Builder, fn, args: list, kws: dict, result_type) -> Optional
         return _with_tuples_as_arrays(b, fn, args, kws, result_type)
     if fn is np.average:
         return _average(b, args, kws, result_type)
+    if fn is np.linalg.matrix_power:
+        return _matrix_power(b, args, kws)
     return None
 
 
@@ -142,6 +148,37 @@ def _average(b: Builder, args: list, kws: dict, result_type) -> Optional[Value]:
     if weights is None or weights.type == none:
         return b.call(np.mean, [given["a"]], None, result_type)
     return b.call(weighted_average, [given["a"], weights], None, result_type)
+
+
+def _matrix_power(b: Builder, args: list, kws: dict) -> Optional[Value]:
+    """`np.linalg.matrix_power(a, n)` of a float matrix and an int as `rules.linalg.
+    matrix_power`, the same products returning an array (numba's returns an Optional, which no
+    mode differentiates); None otherwise (numba's typing refuses a float n)."""
+    if kws or len(args) != 2 or not isinstance(args[1].type, IntType) \
+            or not (isinstance(args[0].type, ArrayType) and args[0].type.ndim == 2
+                    and isinstance(args[0].type.dtype, FloatType)):
+        return None
+    return b.call(matrix_power, args, None, call_result_type(matrix_power,
+                                                            [a.type for a in args]))
+
+
+def narrow_optional_return(fn) -> None:
+    """A function numba types as returning an Optional only because of a call rewritten
+    above (`return np.linalg.matrix_power(a, n)`, whose numba implementation has a path
+    returning None) returns the Optional's type, if every return gives a value of it: no
+    mode differentiates an Optional output."""
+    t = fn.return_type
+    if not (isinstance(t, OpaqueType) and isinstance(t.numba_type, nbt.Optional)):
+        return
+    returned = {op.value.type for op in fn.ops() if isinstance(op, ops.Return)}
+    inner = from_numba(t.numba_type.type)
+    if len(returned) == 1 and _same_array_but_layout(next(iter(returned)), inner):
+        fn.return_type = next(iter(returned))
+
+
+def _same_array_but_layout(t, u) -> bool:
+    return isinstance(t, ArrayType) and isinstance(u, ArrayType) and t.ndim == u.ndim \
+        and t.dtype == u.dtype
 
 
 def rewrite_method(b: Builder, name: str, receiver: Value, args: list, kws: dict) -> bool:

@@ -54,7 +54,9 @@ ALLOCATIONS = frozenset([np.empty, np.zeros, np.ones, np.empty_like, np.zeros_li
 
 CAPTURE = frozenset([
     builtins.range, builtins.zip, builtins.enumerate, builtins.slice, builtins.bool,
-    builtins.int, builtins.float, builtins.sum, np.float32, np.float64, np.array, np.asarray])
+    builtins.int, builtins.float, builtins.sum, np.float32, np.float64, np.array, np.asarray,
+    # numba's returns an Optional: capture calls linalg.matrix_power, njit code, instead
+    np.linalg.matrix_power])
 
 # seeding writes no array and keeps no value (ad/refusals.EFFECT_FREE_CALLS)
 EFFECT_FREE = frozenset([np.random.seed, random.seed])

@@ -1,8 +1,8 @@
-"""Bilinear products: np.dot (and a.dot), `@` (`ops.MatMul`), np.outer, and np.convolve and
-np.correlate of vectors, each registered once with its forward rule, its adjoint and what the
-adjoint reads (`registry.py`). numba implements the first for 1-D and 2-D float arrays, the
-last two for vectors. Their test cases are at the bottom (`CASES`), and in
-the systematic suite (`tests/rules/`).
+"""Bilinear products: np.dot (and a.dot), `@` (`ops.MatMul`), np.outer, np.kron, and
+np.convolve and np.correlate of vectors, each registered once with its forward rule, its
+adjoint and what the adjoint reads (`registry.py`). numba implements the first four for 1-D and
+2-D float arrays (np.kron for numbers too), the last two for vectors. Their test cases are at
+the bottom (`CASES`), and in the systematic suite (`tests/rules/`).
 """
 
 from __future__ import annotations
@@ -74,6 +74,56 @@ defjvp(np.outer, lambda b, x, y, dx: b.call(np.outer, [dx, y]),
 for _key in (np.dot, Method("dot"), ops.MatMul):
     register(_key, adjoint=_matmul_adjoint, reads=reads_first_two, keywords=())
 register(np.outer, adjoint=_outer_adjoint, reads=reads_first_two, keywords=())
+
+
+# --- np.kron of 1-D and 2-D arrays (and numbers) ---------------------------------------------
+
+def _kron_adjoint(rv, op) -> None:
+    """y = np.kron(a, c), y[i * cm + k, j * cn + l] = a[i, j] c[k, l] (a vector read as one
+    row, as numba reads it): each entry of g sends g * c's entry to a's and g * a's entry to
+    c's. With a number for a or c, kron is the product (numba reshapes it to the array's
+    shape), and `rv.send` sums over the entries a number meets."""
+    a, c = positional(op)
+    g = rv.result_adjoint(op.result)
+    if g is None:
+        return
+    av, cv = rv.recall(a), rv.recall(c)
+    if a.type.is_scalar or c.type.is_scalar:
+        for operand, other in ((a, cv), (c, av)):
+            if has_adjoint(operand.type):
+                rv.send(operand, rv.b.mul(g, other))
+        return
+    parts = rv.b.call(kron_adjoint, [av, cv, g])
+    for k, operand in enumerate((a, c)):
+        if has_adjoint(operand.type):
+            rv.send(operand, rv.b.tuple_getitem(parts, k))
+
+
+@nb.njit(cache=True)
+def _as_matrix(x):
+    """A 1-D or 2-D array as the matrix numba's kron reads: a vector is one row."""
+    return np.ascontiguousarray(x).reshape((-1, x.shape[-1]))
+
+
+@nb.njit(cache=True)
+def kron_adjoint(a, c, g):
+    """The cotangents of a and c (shaped like them) from g, that of np.kron(a, c); plain njit,
+    so forward mode differentiates it for Hessians."""
+    a2, c2, g2 = _as_matrix(a), _as_matrix(c), _as_matrix(g)
+    am, an = a2.shape
+    cm, cn = c2.shape
+    ga, gc = np.zeros((am, an), a2.dtype), np.zeros((cm, cn), c2.dtype)
+    for i in range(am):
+        for j in range(an):
+            block = g2[i * cm:(i + 1) * cm, j * cn:(j + 1) * cn]
+            ga[i, j] = np.sum(block * c2)
+            gc += block * a2[i, j]
+    return ga.reshape(a.shape), gc.reshape(c.shape)
+
+
+defjvp(np.kron, lambda b, x, y, dx: b.call(np.kron, [dx, y]),
+       lambda b, x, y, dy: b.call(np.kron, [x, dy]))
+register(np.kron, adjoint=_kron_adjoint, reads=reads_first_two, keywords=())
 
 
 # --- np.convolve (numpy's "full") and np.correlate ("valid") of float64 vectors ------------------
@@ -159,4 +209,8 @@ CASES = [
     _E("correlate", lambda a, v: np.correlate(a, v) ** 2, _VEC, _uniform(-2.0, 2.0, 3)),
     _E("correlate_longer_second", lambda a, v: np.correlate(a, v), _uniform(-2.0, 2.0, 3),
        _VEC),
+    _E("kron_matrices", lambda a, c: np.kron(a, c), _uniform(-2.0, 2.0, 2, 3), _MAT),
+    _E("kron_vectors", lambda x, y: np.kron(x, y), _VEC, _uniform(-2.0, 2.0, 3)),
+    _E("kron_vector_matrix", lambda x, c: np.kron(x, c) ** 2, _uniform(-2.0, 2.0, 3), _MAT),
+    _E("kron_matrix_vector", lambda a, y: np.kron(a, y), _MAT, _uniform(-2.0, 2.0, 2)),
 ]
