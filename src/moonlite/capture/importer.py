@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import linecache
 import operator
+from typing import Optional
 
 import numpy as np
 
@@ -492,6 +493,10 @@ class Importer(Parameters, ConstructReads, GrowingLists, LoopReads, RecordFields
             k = ops.constant_value(index)
             if isinstance(k, int):
                 return self.b.tuple_getitem(value, k)
+            picked = _constant_slice(index)
+            if picked is not None:  # t[1:], t[:2], t[::-1]: the tuple of the entries picked
+                entries = range(len(value.type.elements))[picked]
+                return self.b.build_tuple([self.b.tuple_getitem(value, k) for k in entries])
         added = rewrites.newaxis_getitem(self.b, value, index, self.type_of(target))
         if added is not None:
             return added
@@ -698,6 +703,18 @@ class Importer(Parameters, ConstructReads, GrowingLists, LoopReads, RecordFields
         undef = ops.Undef((), t, self.b.function.loc)
         self.b.function.entry.insert(0, undef)
         return undef.result
+
+
+def _constant_slice(index) -> Optional[slice]:
+    """The Python slice `index` is, when it is built from constants (numba slices tuples by
+    constant slices only), else None."""
+    op = getattr(index, "op", None)
+    if not isinstance(op, ops.BuildSlice):
+        return None
+    parts = [ops.constant_value(v, default=...) for v in op.operands]
+    if any(p is ... or not (p is None or isinstance(p, int)) for p in parts):
+        return None
+    return slice(*parts)
 
 
 def _hashable(obj) -> bool:

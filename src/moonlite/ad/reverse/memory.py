@@ -245,8 +245,12 @@ class MemoryAdjoints:
         """t[i] with i known at run time (a homogeneous tuple): the entry i was gets the
         adjoint, through a select per entry (tuples are short); an array entry shares its
         shadow with the result."""
-        if not _is_float(op.result.type):
+        if isinstance(op.result.type, ArrayType) or not _has_adjoint(op.result.type):
             return  # an array: its shadow is the entry's (sweep._shadow_of_entry_at)
+        if not _is_float(op.result.type):  # (capture makes constant slices tuples of entries)
+            raise self.unsupported(op, f"indexing a tuple ({op.value.type}) by "
+                                   f"{op.index.type} in reverse mode",
+                                   "index tuples by constants or by one int")
         adjoint = self.take_adjoint(op.result)
         n = len(op.value.type.elements)
         index = self.recall(op.index)
