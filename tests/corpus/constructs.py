@@ -304,6 +304,75 @@ def _cells():
     cells["active"] = [[True, False, True], [True, True, False]]
     return cells
 
+# --- whole records copied: sorting particles, histories, new states returned ----------------
+
+SPH_PARTICLE = np.dtype([("x", "f8"), ("m", "f8"), ("h", "f8"), ("cell", "i8")])
+
+
+@numba.njit
+def sph_density_sorted(particles, h_scale):
+    """Smoothed-particle density with the particles re-sorted by cell before the pair loop, as
+    SPH codes sort their particle arrays for locality (`p = p[np.argsort(p['cell'])]`), the
+    neighbours of a particle being the next ones in sorted order; a cubic-spline-like kernel
+    of the smoothing length `h * h_scale`."""
+    for i in range(particles.shape[0]):
+        particles[i].cell = int(math.floor(particles[i].x))
+    p = particles[np.argsort(particles["cell"])]
+    rho = np.zeros(p.shape[0])
+    for i in range(p.shape[0]):
+        for j in range(max(i - 2, 0), min(i + 3, p.shape[0])):
+            q = abs(p[i].x - p[j].x) / (p[i].h * h_scale)
+            if q < 1.0:
+                rho[i] += p[j].m * (1.0 - q) ** 3 / (p[i].h * h_scale)
+    return np.sum(rho ** 2)
+
+
+def _sph_particles():
+    p = np.zeros(6, dtype=SPH_PARTICLE)
+    p["x"] = [2.7, 0.4, 1.9, 0.9, 2.2, 1.3]
+    p["m"] = [1.0, 1.2, 0.8, 1.1, 0.9, 1.0]
+    p["h"] = [1.1, 0.9, 1.2, 1.0, 1.05, 0.95]
+    return p
+
+
+OBSERVATION = np.dtype([("t", "f8"), ("y", "f8"), ("weight", "f8")])
+
+
+@numba.njit
+def filtered_history(obs, gain, steps):
+    """An exponential filter keeping its last states newest first in a structured array
+    (`hist[1:] = hist[:-1]`, then the new entry on top), the oldest dropped: records shifted
+    by an overlapping slice assignment and whole records assigned."""
+    hist = obs.copy()
+    for k in range(steps):
+        newest = hist[0]
+        hist[1:] = hist[:-1]
+        hist[0] = newest
+        hist[0].t = newest.t + 1.0
+        hist[0].y = (1.0 - gain) * hist[1].y + gain * obs[k % obs.shape[0]].y
+    return np.sum(hist["weight"] * hist["y"] ** 2)
+
+
+def _observations():
+    o = np.zeros(4, dtype=OBSERVATION)
+    o["t"] = [0.0, -1.0, -2.0, -3.0]
+    o["y"] = [0.5, -0.3, 0.8, 0.1]
+    o["weight"] = [1.0, 0.8, 0.6, 0.4]
+    return o
+
+
+@numba.njit
+def advected_particles(particles, u, dt):
+    """One step of particles advected by a velocity field, the new state returned as a
+    structured array of the same dtype (what a simulation's step function hands back):
+    every mode, vjp taking a cotangent of the dtype."""
+    out = particles.copy()
+    for p in out:
+        p.x += dt * (u * math.sin(p.x) + p.h)
+        p.m *= 1.0 - 0.1 * dt
+    return out
+
+
 # --- unpacking arrays -----------------------------------------------------------------------
 
 
@@ -1033,6 +1102,12 @@ RECORD_CASES = [
                   lambda: (np.array([0.2, 1.05, 1.9, 2.6]),
                            np.array([(2.0, 1.3, 0.0), (1.5, 0.9, 1.2), (0.8, 1.7, 2.4)],
                                     dtype=SITE))),
+    ConstructCase("sph_density_sorted", "particles gathered in sorted order, p[order]",
+                  sph_density_sorted, lambda: (_sph_particles(), 1.1)),
+    ConstructCase("filtered_history", "records shifted by p[1:] = p[:-1], assigned whole",
+                  filtered_history, lambda: (_observations(), 0.3, 5)),
+    ConstructCase("advected_particles", "a structured array returned", advected_particles,
+                  lambda: (_sph_particles(), 0.7, 0.1), second_order=False),  # (no hvp of it)
     ConstructCase("bucket_record_run", "a record argument written by a step helper",
                   bucket_record_run,
                   lambda: (_rng(26).uniform(0.0, 2.0, 8),
