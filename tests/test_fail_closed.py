@@ -124,7 +124,21 @@ class Weights:
 @numba.njit
 def jitclass_built_from_arrays_of_two_layouts(x, c):
     v = Weights(x * 2.0) if c > 0 else Weights(x[::2])  # fields tuples of C and A arrays
-    return np.sum(v.w) * 2.0
+    return np.sum(v.w ** 2) * 2.0
+
+
+def test_a_jitclass_built_from_arrays_of_two_layouts_in_every_mode():
+    """The phi's fields tuples have their arrays retyped "A" (ad/instances.py): refused
+    before."""
+    for c in (1.0, -1.0):
+        check_rule(jitclass_built_from_arrays_of_two_layouts, np.array([0.3, -0.5, 0.8, 1.1]),
+                   c, second_order=True)
+
+
+@numba.njit
+def jitclass_built_or_given(x, given, c):
+    box = Box(x * 2.0) if c > 0 else given  # one instance built here, one not: no fields tuple
+    return box.value * x
 
 
 def test_a_jitclass_in_a_tuple_carried_around_a_loop_in_every_mode():
@@ -438,9 +452,8 @@ _TABLE = np.array([(0.5, 1.5), (2.0, -1.0)], dtype=[("a", "f8"), ("b", "f8")])
 REFUSED = [
     ("jitclass_field_of_a_chosen_instance", jitclass_field_of_a_chosen_instance, (0.7,),
      "writing a field of a Box instance chosen by a branch"),
-    ("jitclass_built_from_arrays_of_two_layouts",
-     jitclass_built_from_arrays_of_two_layouts, (np.ones(4), 1.0),
-     "Weights instance built from values being differentiated and used other than"),
+    ("jitclass_built_or_given", jitclass_built_or_given, (0.7, Box(3.0), 1.0),
+     "Box instance built from values being differentiated and used other than"),
     ("jitclass_whose_init_calls_a_method", jitclass_whose_init_calls_a_method, (0.7,),
      "puts a value being differentiated into a jitclass instance"),
     ("fill_diagonal", fill_diagonal, (np.ones((3, 3)), 0.5), "returns nothing"),
@@ -454,7 +467,8 @@ REFUSED = [
 @pytest.mark.parametrize("name, fn, args, match", REFUSED, ids=[r[0] for r in REFUSED])
 def test_refused_in_every_mode(name, fn, args, match):
     tangents = tuple(np.ones_like(a) if isinstance(a, np.ndarray) else
-                     (tuple(1.0 for _ in a) if isinstance(a, tuple) else 1.0) for a in args)
+                     (tuple(1.0 for _ in a) if isinstance(a, tuple) else
+                      1.0 if isinstance(a, float) else None) for a in args)  # (an instance)
     modes = {"jvp": lambda: moonlite.jvp(fn, _copies(args), tangents),
              "grad": lambda: moonlite.grad(fn)(*_copies(args)),
              "vjp": lambda: moonlite.vjp(fn, *_copies(args)),

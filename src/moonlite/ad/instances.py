@@ -16,7 +16,7 @@ from typing import Optional
 from ..rules.jitclasses import any_layout, field_index, is_instance_type, maker
 from ..ir import ops
 from ..ir.core import Function
-from ..ir.types import TupleType
+from ..ir.types import ArrayType, TupleType
 
 
 def field_of_built_instance(b, instance, name: str, want):
@@ -110,9 +110,22 @@ def read_through_instance_phis(fn: Function, builder) -> Function:
         twin = tuples[phi.result][1]
         for block, value in phi.incoming:
             twin.add_incoming(block, tuples[value][1].result if value in tuples
-                              else value.op.operands[0])
+                              else _fields_as(builder, value.op, twin.result.type))
     _replace_field_reads(fn, builder, tuples)
     return fn
+
+
+def _fields_as(builder, make: ops.Call, want: TupleType):
+    """The fields tuple `make` built an instance from, its arrays retyped "A" by `any_layout`
+    where the phi of such tuples (`want`) has arrays of several layouts."""
+    fields = make.operands[0]
+    if fields.type == want:
+        return fields
+    builder.loc = make.loc
+    with builder.before(make):
+        entries = [builder.tuple_getitem(fields, k) for k in range(len(want.elements))]
+        return builder.build_tuple([e if e.type == t else builder.call(any_layout, [e], type=t)
+                                    for e, t in zip(entries, want.elements)])
 
 
 def _phis_of_built_instances(fn: Function) -> dict:
@@ -124,9 +137,34 @@ def _phis_of_built_instances(fn: Function) -> dict:
     found = {}
     for phi in phis:
         sources = _sources_through_phis(phi, phis)
-        if sources is not None and len(sources) == 1:
-            found[phi] = sources.pop()
+        if sources is not None and len({ctor for ctor, _ in sources}) == 1:
+            unified = _unified_fields_type([t for _, t in sources])
+            if unified is not None:
+                found[phi] = (next(iter(sources))[0], unified)
     return found
+
+
+def _unified_fields_type(types: list) -> Optional[TupleType]:
+    """The one fields tuple type, or the type of a tuple holding any of `types` when they
+    differ only in the layouts of their arrays (`Box(x * 2.0) if c else Box(x[::2])`): those
+    entries of layout "A" (`any_layout`); None when they differ otherwise."""
+    if len(set(types)) == 1:
+        return types[0]
+    if len({len(t.elements) for t in types}) != 1:
+        return None
+    unified = []
+    for entries in zip(*(t.elements for t in types)):
+        if len(set(entries)) == 1:
+            unified.append(entries[0])
+        elif all(_same_array_but_layout(e, _as_any_layout(entries[0])) for e in entries):
+            unified.append(_as_any_layout(entries[0]))
+        else:
+            return None
+    return TupleType(tuple(unified))
+
+
+def _as_any_layout(t):
+    return ArrayType(t.dtype, t.ndim, "A", t.readonly) if isinstance(t, ArrayType) else t
 
 
 def _sources_through_phis(phi, phis: dict) -> Optional[set]:
