@@ -212,11 +212,14 @@ def test_what_reverse_mode_refuses():
     check_jvp(_joined, p)
     with pytest.raises(UnsupportedError, match="a tuple holding a structured array"):
         moonlite.grad(_in_a_tuple)((p, 1.0))
-    # a record chosen between entries of arrays of different dimensions: no one index phi
-    # stands for it (capture/record_phis.py); forward mode follows it
-    with pytest.raises(UnsupportedError, match="not read from a structured array"):
-        moonlite.grad(_chosen_of_two_shapes, argnums=0)(p, p.reshape(1, 2), 1.0)
-    check_jvp(_chosen_of_two_shapes, p, p.reshape(1, 2), 1.0)
+
+
+@pytest.mark.parametrize("c", [1.0, -1.0])
+def test_a_record_chosen_between_arrays_of_two_dimensions_in_every_mode(c):
+    """Each record the entry 0 of a one-entry view (capture/record_phis.py: entry_slice):
+    reverse mode refused it before."""
+    check_rule(_chosen_of_two_shapes, _species(), _species().reshape(1, 2), c,
+               second_order=True)
 
 
 @pytest.mark.parametrize("c", [1.0, -1.0])

@@ -16,11 +16,14 @@ of another record) is left as it is: forward mode follows it, reverse mode refus
 from __future__ import annotations
 
 import dataclasses
+import functools
+from typing import Optional
 
 from ..ir import ops
 from ..ir.builder import Builder
 from ..ir.core import Function
-from ..ir.types import is_record
+from ..ir.types import ArrayType, IntType, TupleType, int64, is_record
+from ..rules.define import njit_from_source
 from ..rules.records import (field_set_by, read_nested_record_through_view, record_source,
                              write_field_through_view)
 
@@ -76,12 +79,18 @@ def _components(phis: list) -> list:
 def _route(b: Builder, component: list) -> set:
     """Route one group of phis; the entries `p[i]` now standing for them."""
     results = {phi.result for phi in component}
-    entries = [record_source(v) for phi in component for v in phi.operands if v not in results]
-    arrays = {e.value for e in entries}
-    array_type = _common_array_type({a.type for a in arrays})
-    if array_type is None or len({e.index.type for e in entries}) != 1:
-        return set()  # records of arrays of several kinds: left to each mode (see above)
-    index_type = entries[0].index.type
+    incoming = [v for phi in component for v in phi.operands if v not in results]
+    source_of = {v: (record_source(v).value, record_source(v).index) for v in incoming}
+    array_type = _common_array_type({a.type for a, _ in source_of.values()})
+    if array_type is None or len({i.type for _, i in source_of.values()}) != 1:
+        # records of arrays of several dimensions: each the entry 0 of a one-entry view
+        source_of = _as_one_entry_views(b, incoming)
+        array_type = None if source_of is None else _common_array_type(
+            {a.type for a, _ in source_of.values()})
+        if array_type is None:
+            return set()  # (arrays of several mutabilities: left to each mode, see above)
+    index_type = next(iter(source_of.values()))[1].type
+    arrays = {a for a, _ in source_of.values()}
     one_array = arrays.pop() if len(arrays) == 1 else None
     index_of, array_of = {}, {}
     for phi in component:
@@ -92,12 +101,11 @@ def _route(b: Builder, component: list) -> set:
     for phi in component:
         for block, v in phi.incoming:
             inner = v in results
-            entry = None if inner else record_source(v)
             index_of[phi.result].add_incoming(
-                block, index_of[v].result if inner else entry.index)
+                block, index_of[v].result if inner else source_of[v][1])
             if one_array is None:
                 array_of[phi.result].add_incoming(
-                    block, array_of[v].result if inner else entry.value)
+                    block, array_of[v].result if inner else source_of[v][0])
     chosen = {}
     for phi in component:
         block = phi.block
@@ -113,6 +121,42 @@ def _route(b: Builder, component: list) -> set:
     for phi in component:
         phi.block.ops.remove(phi)
     return set(chosen.values())
+
+
+def _as_one_entry_views(b: Builder, records: list) -> Optional[dict]:
+    """{record `p[i]`: (a view of p holding only that entry, 0)}, each view made right after
+    its record is read (`entry_slice`: `p[i:i + 1]`, `grid[i, j:j + 1]`), so that records of
+    arrays of several dimensions are entries of one-dimensional arrays alike."""
+    found = {}
+    for record in records:
+        read = record_source(record)
+        index = read.index
+        items = list(index.type.elements) if isinstance(index.type, TupleType) else [index.type]
+        if not all(isinstance(t, IntType) for t in items):
+            return None
+        b.loc = read.loc
+        with b.before(read.block.ops[read.block.ops.index(read) + 1]):  # (just after it)
+            parts = [b.tuple_getitem(index, k) for k in range(len(items))] \
+                if isinstance(index.type, TupleType) else [index]
+            array = read.value
+            view_type = ArrayType(array.type.dtype, 1, "A", array.type.readonly)
+            view = b.call(entry_slice(len(parts)), [array, *parts], type=view_type)
+            found[record] = (view, b.const(0, int64))
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def entry_slice(ndim: int):
+    """The njit function `entry_slice(a, i0, ..., ik)`: the view `a[i0, ..., ik:ik + 1]` of
+    the one entry `a[i0, ..., ik]` (a negative last index counted from the end, as indexing
+    counts it)."""
+    names = [f"i{k}" for k in range(ndim)]
+    lead = "".join(f"{n}, " for n in names[:-1])
+    last = names[-1]
+    source = (f"def entry_slice(a, {', '.join(names)}):\n"
+              f"    if {last} < 0:\n        {last} += a.shape[{ndim - 1}]\n"
+              f"    return a[{lead}{last}:{last} + 1]\n")
+    return njit_from_source(source, "entry_slice", f"entry slice of {ndim} dimensions")
 
 
 def _common_array_type(types: set):
