@@ -97,6 +97,28 @@ def sorted_and_filtered(p, s):
     return t
 
 
+@numba.njit
+def views_moved(p, s):
+    """Views of a structured array: reshaped, transposed, flipped, given an axis, and written
+    through."""
+    g = p.reshape((2, 3))
+    g[1, 2].x *= s
+    t = np.transpose(g)
+    f = np.flip(p)
+    e = np.expand_dims(p, 0)
+    e[0, 1].x += s * f[0].x
+    return np.sum(t["x"] * np.swapaxes(t, 0, 1).T["inner"]["a"]) + f[1].x * s
+
+
+@numba.njit
+def joined(p, s):
+    """Structured arrays concatenated (pieces of one, reversed), then written."""
+    q = np.concatenate((p[:2], p, p[::-2]))
+    q[1].x *= s
+    r = np.concatenate((q, p), axis=0)
+    return np.sum(r["x"] * r["inner"]["a"]) + np.sum(q["pos"] ** 2) * s
+
+
 CASES = [
     (shifted_history, lambda: (_particles(), 0.7)),
     (grid_rows_copied, lambda: (_particles((3, 2)), 0.7)),
@@ -104,6 +126,8 @@ CASES = [
     (copies_then_writes, lambda: (_particles(), 0.7)),
     (grown, lambda: (_particles(), 0.7)),
     (sorted_and_filtered, lambda: (_particles(), 0.7)),
+    (views_moved, lambda: (_particles((6,)), 0.7)),
+    (joined, lambda: (_particles(), 0.7)),
 ]
 
 

@@ -10,7 +10,8 @@ import moonlite
 from moonlite.errors import ArgumentError, UnsupportedError
 from moonlite.rules import lookup_jvp
 from moonlite.rules.records import (field_adder, record_holder, records_adder,
-                                    records_gathered_like, zero_record_like)
+                                    records_empty_like, records_gathered_like,
+                                    zero_record_like)
 from moonlite.testing import check_jvp, check_rule
 
 SPECIES = np.dtype([("epsilon", "f8"), ("sigma", "f8"), ("charge", "i8")])
@@ -197,19 +198,16 @@ def _joined(p):
     return q[0].epsilon * 2.0
 
 
-@pytest.mark.parametrize("kernel, extra", [(_copies, ()), (_fancy, (np.array([1, 0]),))])
+@pytest.mark.parametrize("kernel, extra", [(_copies, ()), (_fancy, (np.array([1, 0]),)),
+                                           (_joined, ())])
 def test_copies_and_gathers_in_every_mode(kernel, extra):
-    """Refused until whole records were copied field by field (test_record_copies.py)."""
+    """Refused until whole records were copied field by field (test_record_copies.py); a
+    concatenation, in reverse mode."""
     check_rule(kernel, _species(), *extra)
 
 
 def test_what_reverse_mode_refuses():
     p = _species()
-    # forward mode concatenates the tangents (check_jvp below); reverse mode keeps no shadow
-    # for a tuple's structured arrays
-    with pytest.raises(UnsupportedError, match="a tuple holding a structured array"):
-        moonlite.grad(_joined, argnums=0)(p)
-    check_jvp(_joined, p)
     with pytest.raises(UnsupportedError, match="a tuple holding a structured array"):
         moonlite.grad(_in_a_tuple)((p, 1.0))
 
@@ -256,5 +254,7 @@ def _gathered(p, idx, s):
 def test_records_gathered_like_is_an_allocation():
     p = _species()
     assert records_gathered_like(p, np.array([1, 0, 1])).shape == (3,)
+    assert records_empty_like(p, 5).shape == (5,) and records_empty_like(p, 5).dtype == SPECIES
     assert lookup_jvp(records_gathered_like) is not None
+    assert lookup_jvp(records_empty_like) is not None
     check_rule(_gathered, p, np.array([1, 0]), 0.7)

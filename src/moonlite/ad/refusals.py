@@ -160,6 +160,10 @@ def _record_op_follows_derivatives(op: Op) -> bool:
                                                           for t in items)
     if isinstance(op, ops.GetAttr):
         return is_float_record(op.value.type) or op.name in _RECORD_ATTRIBUTES
+    if isinstance(op, (ops.Call, ops.MethodCall)) and op.traits() & Trait.AXES_VIEW:
+        # a view of it with its axes moved (np.reshape, np.expand_dims, np.transpose): the
+        # same view of its tangent, of its shadow (the rule's own checks refuse the others)
+        return True
     if isinstance(op, ops.Call):
         # a new array shaped like it (a shadow or a zero tangent) carries no derivative
         return nb.is_njit_dispatcher(op.callee) or op.callee is len \

@@ -571,6 +571,12 @@ class Importer(Parameters, ConstructReads, GrowingLists, LoopReads, RecordFields
         in_position = rewrites.numpy_keywords_in_position(fn, args, kws, result_type)
         if in_position is not None:
             args, kws = in_position, {}
+        if fn is np.concatenate and args and not kws \
+                and isinstance(getattr(args[0], "op", None), ops.BuildTuple) \
+                and (len(args) == 1 or ops.constant_value(args[1]) == 0):
+            joined = self.join_records(list(args[0].op.items), result_type)
+            if joined is not None:
+                return joined
         rewritten = rewrites.rewrite_call(self.b, fn, args, kws, result_type)
         if rewritten is not None:
             return rewritten

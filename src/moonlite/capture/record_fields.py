@@ -21,10 +21,11 @@ import numpy as np
 from .. import _numba as nb
 from ..ir.core import Value
 from ..ir.types import (ArrayType, BoolType, IntType, OpaqueType, TupleType, from_numba,
-                        is_record, none)
+                        int64, is_record, none)
 from ..rules.jitclasses import field_store, fields_of, is_numba_instance_type
 from ..rules.records import (array_field_of, field_setter, field_view_of, is_array_field,
-                             read_nested_record_through_view, records_gathered_like,
+                             read_nested_record_through_view, records_empty_like,
+                             records_gathered_like,
                              write_field_through_view)
 
 nbt = nb.types
@@ -127,6 +128,28 @@ class RecordFields:
         gathered = self.b.call(records_gathered_like, [array, index], None, result_type)
         self._copy_fields(gathered, self._whole_index(result_type.ndim), array, index)
         return gathered
+
+    def join_records(self, arrays: list, result_type) -> Optional[Value]:
+        """`np.concatenate((p, q))` of 1-D structured arrays of one dtype (a tuple written in
+        the call): a new array (`records_empty_like`) each part is copied into, field by
+        field (`out[a:b] = p`), which every mode follows; None for anything else."""
+        if not arrays or not is_record_array_type(result_type) or result_type.ndim != 1 \
+                or any(not is_record_array_type(a.type) or a.type.ndim != 1
+                       or a.type.dtype != result_type.dtype for a in arrays):
+            return None
+        lengths = [self.b.tuple_getitem(self.b.getattr(a, "shape", TupleType((int64,))), 0)
+                   for a in arrays]
+        total = lengths[0]
+        for n in lengths[1:]:
+            total = self.b.add(total, n)
+        joined = self.b.call(records_empty_like, [arrays[0], total], None, result_type)
+        start = self.b.const(0, int64)
+        for a, n in zip(arrays, lengths):
+            stop = self.b.add(start, n)
+            part = self.b.build_slice(start, stop, self.b.const(None, none))
+            self._copy_fields(joined, part, a)
+            start = stop
+        return joined
 
     def _whole_index(self, ndim: int) -> Value:
         return self.b.build_tuple([self.b.build_slice(*(self.b.const(None, none)

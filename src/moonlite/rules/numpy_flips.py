@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import _numba as nb
 from ..ir.traits import AXES_VIEW, VIEW
-from ..ir.types import BoolType, IntType, int64
+from ..ir.types import BoolType, IntType, int64, is_record_array
 from .cases import NumpyRuleCase, array_case, uniform
 from .define import Method, RuleNotApplicable, positional_only
 from .operands import checked_positional, reads_first, reads_nothing, reads_options
@@ -44,8 +44,8 @@ _FLIPS = (np.flip, np.fliplr, np.flipud)
 # --- flips: views whose shadows are the same flips of their sources' shadows ------------------
 
 def _check_flip(a) -> None:
-    if not is_float_array(a.type):
-        raise RuleNotApplicable("flips are differentiated for float arrays")
+    if not (is_float_array(a.type) or is_record_array(a.type)):  # (a structured array's
+        raise RuleNotApplicable("flips are differentiated for float arrays")  # tangent flips)
 
 
 def _flip_rule(fn):

@@ -86,6 +86,18 @@ defzero(records_gathered_like)
 register(records_gathered_like, adjoint=no_adjoint, keywords=(), traits=ALLOCATES)
 
 
+@nb.njit(cache=True)
+def records_empty_like(p, n):
+    """A new 1-D structured array of `n` entries of `p`'s dtype, unset: capture fills it by
+    whole-record copies (`capture/record_fields.py: join_records`). A fresh allocation, as
+    `records_gathered_like` is."""
+    return np.empty(n, p.dtype)
+
+
+defzero(records_empty_like)
+register(records_empty_like, adjoint=no_adjoint, keywords=(), traits=ALLOCATES)
+
+
 def holder_type(record_type) -> ArrayType:
     """The type of `record_holder(r)` for a record of moonlite type `record_type`."""
     return ArrayType(record_type, 1, "C")
