@@ -137,8 +137,33 @@ def test_a_jitclass_built_from_arrays_of_two_layouts_in_every_mode():
 
 @numba.njit
 def jitclass_built_or_given(x, given, c):
-    box = Box(x * 2.0) if c > 0 else given  # one instance built here, one not: no fields tuple
+    box = Box(x * 2.0) if c > 0 else given  # the given one's fields read where it is chosen
     return box.value * x
+
+
+def test_a_jitclass_built_or_given_in_every_mode():
+    """Refused before: the phi of fields tuples takes the given instance's fields as they are
+    (no field of Box is written in the kernel)."""
+    for c in (1.0, -1.0):
+        check_rule(jitclass_built_or_given, 0.7, Box(3.0), c, second_order=True, fixed=(1,))
+
+
+@numba.njit
+def boxed_value_doubled(box):
+    return box.value * 2.0
+
+
+@numba.njit
+def _boxed_value_doubled_jvp(primals, tangents):
+    return primals[0].value * 2.0, 0.0
+
+
+moonlite.custom_jvp(boxed_value_doubled, _boxed_value_doubled_jvp)
+
+
+@numba.njit
+def jitclass_given_to_a_rule(x):
+    return boxed_value_doubled(Box(x)) * x  # the rule sees an instance, not its fields
 
 
 def test_a_jitclass_in_a_tuple_carried_around_a_loop_in_every_mode():
@@ -452,7 +477,7 @@ _TABLE = np.array([(0.5, 1.5), (2.0, -1.0)], dtype=[("a", "f8"), ("b", "f8")])
 REFUSED = [
     ("jitclass_field_of_a_chosen_instance", jitclass_field_of_a_chosen_instance, (0.7,),
      "writing a field of a Box instance chosen by a branch"),
-    ("jitclass_built_or_given", jitclass_built_or_given, (0.7, Box(3.0), 1.0),
+    ("jitclass_given_to_a_rule", jitclass_given_to_a_rule, (0.7,),
      "Box instance built from values being differentiated and used other than"),
     ("jitclass_whose_init_calls_a_method", jitclass_whose_init_calls_a_method, (0.7,),
      "puts a value being differentiated into a jitclass instance"),

@@ -5,18 +5,21 @@ taking the instance are inlined (`inline.py`), a field read `obj.x` is the entry
 `x`: the inliner reads it from there (`field_of_built_instance`), and a phi choosing between
 such instances (`box = Box(...)` again in a loop or in a branch) becomes a phi of their fields
 tuples (`read_through_instance_phis`). No instance is then left carrying a derivative, and the
-`make` calls, unused, are dropped. What is left (an instance returned, stored, or built from
-fields tuples of different types on different paths) is refused by `refusals.py`.
+`make` calls, unused, are dropped. An instance not built here that meets them at a phi (an
+argument: `Box(x) if c else given`) joins with its fields read at the end of the edge it takes,
+when no field of its class is written. What is left (an instance returned in a tuple, given to a
+function with a rule) is refused by `refusals.py`.
 """
 
 from __future__ import annotations
 
 from typing import Optional
 
-from ..rules.jitclasses import any_layout, field_index, is_instance_type, maker
+from ..rules.jitclasses import (any_layout, field_index, fields_of, is_instance_type, maker,
+                               stored_field)
 from ..ir import ops
 from ..ir.core import Function
-from ..ir.types import ArrayType, TupleType
+from ..ir.types import ArrayType, TupleType, from_numba
 
 
 def field_of_built_instance(b, instance, name: str, want):
@@ -109,10 +112,32 @@ def read_through_instance_phis(fn: Function, builder) -> Function:
     for phi in sources:
         twin = tuples[phi.result][1]
         for block, value in phi.incoming:
-            twin.add_incoming(block, tuples[value][1].result if value in tuples
-                              else _fields_as(builder, value.op, twin.result.type))
+            if value in tuples:
+                fields = tuples[value][1].result
+            elif _made(value):
+                fields = _fields_as(builder, value.op, twin.result.type)
+            else:
+                fields = _given_fields(builder, value, block, twin.result.type)
+            twin.add_incoming(block, fields)
     _replace_field_reads(fn, builder, tuples)
     return fn
+
+
+def _made(value) -> bool:
+    op = getattr(value, "op", None)
+    return isinstance(op, ops.Call) and maker(op.callee) is not None
+
+
+def _given_fields(builder, instance, block, want: TupleType):
+    """The fields of an instance not built here (an argument, a helper's result), read at the
+    end of `block`, the edge it takes into a phi beside instances built here: what the phi's
+    field reads read. Exact, since no field of its class is written in the function
+    (`_phis_of_built_instances`); an array field is the same array."""
+    struct = fields_of(instance.type.numba_type)
+    with builder.before_terminator_of(block):
+        entries = [builder.getattr(instance, name, from_numba(t)) for name, t in struct.items()]
+        return builder.build_tuple([e if e.type == t else builder.call(any_layout, [e], type=t)
+                                    for e, t in zip(entries, want.elements)])
 
 
 def _fields_as(builder, make: ops.Call, want: TupleType):
@@ -130,18 +155,33 @@ def _fields_as(builder, make: ops.Call, want: TupleType):
 
 def _phis_of_built_instances(fn: Function) -> dict:
     """{phi: (its constructor, the fields tuple type)} for the phis of instances whose values,
-    followed back through other phis, are all `make` results of one constructor and tuple
-    type (then so are those of every phi they pass through)."""
+    followed back through other phis, are `make` results of one constructor (and instances of
+    its class not built here, when no field of the class is written in `fn`), of fields tuple
+    types that unify (`_unified_fields_type`; then so are those of every phi they pass
+    through)."""
     phis = dict.fromkeys(op for op in fn.ops()  # ordered: twins go in in the same order
                          if isinstance(op, ops.Phi) and is_instance_type(op.result.type))
     found = {}
+    written = {_stored_class(op) for op in fn.ops()} - {None}
     for phi in phis:
         sources = _sources_through_phis(phi, phis)
-        if sources is not None and len({ctor for ctor, _ in sources}) == 1:
-            unified = _unified_fields_type([t for _, t in sources])
-            if unified is not None:
-                found[phi] = (next(iter(sources))[0], unified)
+        if sources is None:
+            continue
+        ctors = {ctor for ctor, _ in sources if ctor is not None}
+        given = any(ctor is None for ctor, _ in sources)
+        if len(ctors) != 1 or given and phi.result.type.numba_type in written:
+            continue  # (a given instance whose fields may change: no snapshot of them)
+        unified = _unified_fields_type([t for _, t in sources])
+        if unified is not None:
+            found[phi] = (ctors.pop(), unified)
     return found
+
+
+def _stored_class(op):
+    """The numba instance type whose field the op writes (a `field_store` call), else None."""
+    if isinstance(op, ops.Call) and stored_field(op.callee) is not None:
+        return op.operands[0].type.numba_type
+    return None
 
 
 def _unified_fields_type(types: list) -> Optional[TupleType]:
@@ -168,8 +208,9 @@ def _as_any_layout(t):
 
 
 def _sources_through_phis(phi, phis: dict) -> Optional[set]:
-    """The (constructor, fields tuple type) of every `make` whose result reaches `phi`, or None
-    if a value that is neither reaches it."""
+    """The (constructor, fields tuple type) of every `make` whose result reaches `phi`, with
+    (None, the declared fields' types) for an instance not built here, or None if a value that
+    is no instance reaches it."""
     sources, seen, todo = set(), {phi}, [phi]
     while todo:
         for value in todo.pop().operands:
@@ -180,8 +221,12 @@ def _sources_through_phis(phi, phis: dict) -> Optional[set]:
                     todo.append(op)
                 continue
             ctor = maker(op.callee) if isinstance(op, ops.Call) else None
-            if ctor is None:
-                return None
+            if ctor is None:  # an instance not built here: its fields read as they are
+                if not is_instance_type(value.type):
+                    return None
+                struct = fields_of(value.type.numba_type)
+                sources.add((None, TupleType(tuple(from_numba(t) for t in struct.values()))))
+                continue
             sources.add((ctor, op.operands[0].type))
     return sources
 

@@ -47,8 +47,8 @@ _KEEP_FLOATS_APART = ("keep the values being differentiated in local variables, 
                       "jitclass or structref instances, or lists")
 
 _READ_BUILT_INSTANCES = ("read its fields and call its methods in the function that builds "
-                         "it or in njit functions it is passed to; build the instance on "
-                         "every path of a branch (Box(given.a) rather than given)")
+                         "it or in njit functions it is passed to; give a function with a rule "
+                         "the fields, not the instance")
 
 
 # Derived code handles every entry of a tuple separately (a tangent, an adjoint and a shadow per
@@ -88,7 +88,8 @@ def refusal(op: Op, carries_derivative: Callable, hidden_arrays=frozenset(),
         return (f"a {class_name(result.type.numba_type)} instance built from values being "
                 "differentiated and used other than by reading its fields (returned in a tuple, "
                 "passed to a function with a rule, or chosen by a branch or a loop between it "
-                "and an instance not built here)", _READ_BUILT_INSTANCES)
+                "and an instance not built here whose class's fields the function writes)",
+                _READ_BUILT_INSTANCES)
     if result is not None and hides_derivatives(result.type) and not caller_entry(op) \
             and any(carries_derivative(v) for v in op.operands):
         return (f"{describe(op)}, which puts a value being differentiated into a "
