@@ -177,3 +177,35 @@ def test_a_phi_of_phis_of_instances_is_read_through():
     assert _instances(flat) == []
     for c in (True, False):
         check_rule(joined, 0.7, c, second_order=True)
+
+
+@jitclass([("a", numba.float64), ("w", numba.float64[:])])
+class Weighted:
+    def __init__(self, a, w):
+        self.a = a
+        self.w = w
+
+
+@numba.njit
+def rebuilt_from_a_given_state(x, given, n):
+    """A state starting from the caller's instance, rebuilt in a loop: the loop's phi joins
+    the given instance's fields (read at the loop's entry) with those of the ones built."""
+    s = given
+    for _ in range(n):
+        s = Weighted(s.a * 0.5 + x[0], np.sin(s.w) + x)
+    return s.a * np.sum(s.w)
+
+
+@numba.njit
+def built_or_given_with_an_array_field(x, given, c):
+    b = Weighted(x[0] * 2.0, x[::-1]) if c > 0 else given
+    return b.a * np.sum(b.w * x)
+
+
+def test_a_phi_of_built_and_given_instances_in_every_mode():
+    given = Weighted(3.0, np.array([0.5, -0.2, 0.1]))
+    x = np.array([0.3, 0.7, -0.4])
+    check_rule(rebuilt_from_a_given_state, x, given, 3, second_order=True, fixed=(1,))
+    for c in (1.0, -1.0):
+        check_rule(built_or_given_with_an_array_field, x, given, c, second_order=True,
+                   fixed=(1,))
