@@ -8,6 +8,7 @@ import pytest
 
 import moonlite
 from moonlite.api import ArgumentError
+from moonlite.testing import check_jvp, check_rule
 
 
 @numba.njit
@@ -206,16 +207,52 @@ def write_through_reshape(x):
 
 @numba.njit
 def write_through_ravel(x):
-    flat = x.ravel()  # may copy: its shadow is its own
+    flat = x.ravel()  # numba: a view of a C array (capture makes it a reshape), else a copy
     flat[0] = 2.0 * flat[1]
     return np.sum(x * x)
 
 
-def test_a_write_through_a_reshape_reaches_the_gradient_and_ravel_is_refused():
-    """numba's reshape never copies, so the write reaches x: x[0, 0] = 2 x[0, 1]."""
+@numba.njit
+def written_after_ravel(a):
+    b = a.copy()
+    r = b.ravel()  # a view: the write into b below is read back through r
+    b[0, 0] = a[1, 1] ** 2
+    return r[0] + r[3]
+
+
+@numba.njit
+def write_through_ravel_of_a_view(x):
+    flat = x[:, ::2].ravel()  # typed "A": numba copies it, whatever its run-time layout
+    flat[0] = 2.0 * flat[1]
+    return np.sum(x * x) + np.sum(flat ** 2)
+
+
+@numba.njit
+def written_after_ascontiguousarray(a):
+    b = a.copy()
+    c = np.ascontiguousarray(b[1:, :])  # typed "A": a view or a copy, as numba finds it
+    b[1, 0] = a[0, 0] ** 2
+    return c[0, 0] * 3.0
+
+
+def test_writes_through_reshape_and_ravel_reach_the_gradient():
+    """numba's reshape never copies, nor its ravel of an array typed C (a reshape, after
+    capture), so the write reaches x: x[0, 0] = 2 x[0, 1]."""
     x = np.array([[1.0, 0.5], [-0.3, 0.8]])
-    g = moonlite.grad(write_through_reshape)(x.copy())
-    np.testing.assert_allclose(g, [[0.0, 2 * x[0, 1] + 8 * x[0, 1]], [2 * x[1, 0], 2 * x[1, 1]]])
-    with pytest.raises(moonlite.UnsupportedError, match="reshape/ravel") as info:
-        moonlite.grad(write_through_ravel)(np.ones((2, 2)))
-    assert "write_through_ravel" in str(info.value) and "flat[0] = " in str(info.value)
+    expected = [[0.0, 2 * x[0, 1] + 8 * x[0, 1]], [2 * x[1, 0], 2 * x[1, 1]]]
+    np.testing.assert_allclose(moonlite.grad(write_through_reshape)(x.copy()), expected)
+    np.testing.assert_allclose(moonlite.grad(write_through_ravel)(x.copy()), expected)
+    # a write into the array read back through its ravel (a shadow of its own gave [[1, 0],
+    # [0, 1]] where [[0, 0], [0, 2 a11 + 1]] is right: r[0] + r[3] = a11 ** 2 + a11)
+    a = np.array([[1.0, 0.2], [0.1, 1.3]])
+    np.testing.assert_allclose(moonlite.grad(written_after_ravel)(a), [[0.0, 0.0], [0.0, 3.6]])
+    check_rule(written_after_ravel, a, second_order=True)
+    check_rule(write_through_ravel_of_a_view, np.array([[1.0, 0.5, 0.2], [-0.3, 0.8, 0.4]]),
+               second_order=True)
+
+
+def test_ascontiguousarray_of_a_view_of_written_memory_is_refused_in_reverse_mode():
+    a = np.array([[1.0, 0.2], [0.1, 1.3]])
+    with pytest.raises(moonlite.UnsupportedError, match="ascontiguousarray of an array typed A"):
+        moonlite.grad(written_after_ascontiguousarray)(a)
+    check_jvp(written_after_ascontiguousarray, a)  # forward mode follows it

@@ -75,3 +75,37 @@ def test_compiles_that_are_not_moonlites_use_numbas_own_lowering():
     known = len(array_exprs._kernels)
     np.testing.assert_allclose(plain(A, B), A * 4.5 - B / 7.25)
     assert len(array_exprs._kernels) == known
+
+
+# --- fusion across a write (lower/emit.py: _read_after_a_write) -------------------------------
+
+@numba.njit
+def read_after_a_write(x):
+    """r is read after y, one of its operands, is written: numba's array-expression rewrite
+    fused the tangent's temporary `dy * 2.0` into `dr * x`, evaluated after `dy[0] = 0`, and
+    forward mode gave 0.6 where 1.2 is right."""
+    y = x.copy()
+    r = y * 2.0
+    y[0] = 5.0  # a boundary value written afterwards
+    s = r * x
+    return s[0] + s[1]
+
+
+@numba.njit
+def heavy_ball(w, g, lr):
+    """Momentum steps: the velocity kept before it is overwritten in place."""
+    v = np.zeros_like(w)
+    w = w.copy()
+    for _ in range(3):
+        vel = 0.9 * v
+        v[:] = g * w
+        w = w - lr * (vel + v)
+    return np.sum(w ** 2)
+
+
+def test_a_temporary_read_after_a_write_into_its_operand_is_not_fused():
+    x = np.array([0.3, 0.7])
+    _, dx = moonlite.jvp(read_after_a_write, (x,), (np.array([1.0, 0.0]),))
+    assert abs(dx - 4.0 * x[0]) < 1e-12
+    check_rule(read_after_a_write, x, second_order=True)
+    check_rule(heavy_ball, np.array([0.1, 0.5, 0.9, 0.4]), 0.7, 0.1, second_order=True)

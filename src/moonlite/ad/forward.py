@@ -231,7 +231,7 @@ class _ForwardPass:
                 self.set_tangents(result, self.fresh_or_zero(result))
             return
         rule = checked_division_jvp if is_checked_division(op) else self._rule(op)
-        out = [self._apply(rule, op, new, ts) for ts in tangents]
+        out = [self._not_an_input(op, self._apply(rule, op, new, ts), ts) for ts in tangents]
         if result is not None and is_differentiable(result.type):
             clone = getattr(new, "result", None)
             self.set_tangents(result, [self._as_result_tangent(result, t, clone) for t in out])
@@ -332,6 +332,15 @@ class _ForwardPass:
         if tangent is not None and tangent is getattr(new, "result", None):
             tangent = self.b.call(np.copy, [tangent])  # never the primal array itself
         return tangent
+
+    def _not_an_input(self, op: Op, tangent, inputs: list):
+        """The tangent a rule gave, copied when it is an operand's tangent array itself and
+        the op's result is a new array, not a view (`+y`): an in-place update of the result
+        would otherwise write into the operand's tangent (`r = +y; y[0] = v` changed r's)."""
+        if tangent is None or not isinstance(tangent.type, ArrayType) \
+                or not any(tangent is t for t in inputs) or op.traits() & Trait.VIEW:
+            return tangent
+        return self.b.method_call("copy", tangent, [])
 
     def _as_result_tangent(self, result: Value, tangent, new_result: Optional[Value]):
         if tangent is None:

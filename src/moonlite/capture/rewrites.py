@@ -121,6 +121,8 @@ def rewrite_call(b: Builder, fn, args: list, kws: dict, result_type) -> Optional
         return _average(b, args, kws, result_type)
     if fn is np.linalg.matrix_power:
         return _matrix_power(b, args, kws)
+    if fn in (np.ravel, np.ascontiguousarray) and len(args) == 1 and not kws:
+        return contiguous_view(b, fn, args[0], result_type)
     return None
 
 
@@ -197,11 +199,29 @@ _METHODS_AS_FUNCTIONS = {"var": np.var, "std": np.std}
 
 def method_as_call(b: Builder, name: str, receiver: Value, args: list, kws: dict,
                    result_type) -> Optional[Value]:
-    """`a.var()`, `a.std()` as `np.var(a)`, `np.std(a)`; None for other methods."""
+    """`a.var()`, `a.std()` as `np.var(a)`, `np.std(a)`, `a.ravel()` of a C array as the
+    view it is (`contiguous_view`); None for other methods."""
+    if name == "ravel" and not args and not kws:
+        return contiguous_view(b, np.ravel, receiver, result_type)
     fn = _METHODS_AS_FUNCTIONS.get(name)
     if fn is None or args or kws or not isinstance(receiver.type, ArrayType):
         return None
     return b.call(fn, [receiver], None, result_type)
+
+
+def contiguous_view(b: Builder, fn, a: Value, result_type) -> Optional[Value]:
+    """`np.ravel(a)` and `np.ascontiguousarray(a)` of an array typed C-contiguous: numba's
+    are then always views of `a` (`a.reshape(a.size)`, `a` itself), so they are captured as
+    such: every mode follows writes through them, and writes into `a` read back through them
+    (taken as copies, reverse mode gave those a wrong gradient). None for other arrays, which
+    numba copies or views as their run-time layout decides."""
+    if not (isinstance(a.type, ArrayType) and a.type.layout == "C"
+            and isinstance(result_type, ArrayType) and result_type.layout == "C"):
+        return None
+    if fn is np.ascontiguousarray:
+        return a if a.type == result_type else None
+    size = b.getattr(a, "size", int64)
+    return b.call(np.reshape, [a, b.build_tuple([size])], None, result_type)
 
 
 def array_from_tuple(b: Builder, tup: Value, result_type) -> Optional[Value]:

@@ -20,6 +20,7 @@ from ..ir import ops
 from ..ir.cached_calls import wrapper_for
 from ..ir.cfg import Dominators, natural_loops, reverse_post_order
 from ..ir.core import Argument, Function, Value
+from ..ir.traits import Trait
 from ..ir.types import ArrayType, BoolType, FloatType, IntType, NamedTupleType
 from . import tapes
 from .helpers import QUIET_BINOPS, select_impl
@@ -57,6 +58,27 @@ def _needs_typed_constant(t) -> bool:
         (isinstance(t, IntType) and (t.bits != 64 or not t.signed))
 
 
+def _read_after_a_write(fn: Function) -> set:
+    """The values read, later in their block, after an op that may write memory: numba's
+    array-expression rewrite moves the computation of a "$" temporary to the statement that
+    reads it, which is only right when nothing in between writes an array it reads (a tangent
+    `dr = dy * 2.0` evaluated after `dy[0] = 0.0` gave a wrong jvp). They are given variables'
+    names, which numba does not fuse."""
+    found = set()
+    for block in fn.blocks:
+        defined_at = {}
+        last_write = -1
+        for k, op in enumerate(block.ops):
+            for v in op.operands:
+                if defined_at.get(v, last_write) < last_write:
+                    found.add(v)
+            if op.result is not None:
+                defined_at[op.result] = k
+            if op.traits() & Trait.WRITES:
+                last_write = k
+    return found
+
+
 def _python_scalar(value, t):
     return float(value) if isinstance(t, FloatType) else int(value)
 
@@ -80,6 +102,7 @@ class NumbaEmitter:
         for op in fn.ops():
             for v in op.operands:
                 self.uses[v] = self.uses.get(v, 0) + 1
+        self.unfusable = _read_after_a_write(fn)
 
     # --- names ---------------------------------------------------------------------------------
 
@@ -90,7 +113,8 @@ class NumbaEmitter:
         self.counter += 1
         if hint:
             base = hint.replace(".", "_")
-        elif value is not None and self.uses.get(value, 0) == 1:
+        elif value is not None and self.uses.get(value, 0) == 1 \
+                and value not in self.unfusable:
             base = "$v"
         else:
             base = "v"

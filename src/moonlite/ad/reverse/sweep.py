@@ -16,6 +16,7 @@ from ...ir.clone import clone_op
 from ...ir.core import Argument, Block, Op, Value
 from ...ir.types import ArrayType, TupleType, int64, is_float_record, is_record_like
 from ...rules.operands import name_of as _name
+from ...ir.readonly import never_written
 from ...ir.traits import AXES_VIEW
 from ..opinfo import (positional as _positional,
                      writes_no_memory)
@@ -124,6 +125,7 @@ class ForwardSweep:
             self.keep(op.result, self.values[op.result])
 
     def fw_default(self, op: Op) -> None:
+        self._refuse_copy_or_view_of_written(op)
         self.emit_clone(op)
         self.after_definition(op)
         result = op.result
@@ -242,18 +244,40 @@ class ForwardSweep:
             self.shadow_alias[op.result] = op.target
         self.after_definition(op)
 
+    def _refuse_copy_or_view_of_written(self, op: Op) -> None:
+        """np.ascontiguousarray of an array not typed C-contiguous: numba's result is a view or
+        a copy as its run-time layout decides, and its shadow is its own (a copy's). A write
+        into the array's memory (after the call, read back through its result, is what would
+        go wrong) is refused: any write, to stay simple. (Capture makes the call of a C array
+        the array itself, `rewrites.contiguous_view`; numba's ravel copies every array not
+        typed C, and views those typed C, which capture makes reshapes.)"""
+        if _name(op) != "ascontiguousarray" or not op.operands:
+            return
+        operand = root = _positional(op)[0]
+        if not _is_float_array(operand.type) or operand.type.layout == "C":
+            return
+        while getattr(root, "op", None) is not None and _view_source(root.op) is not None:
+            root = _view_source(root.op)
+        if not never_written(self.fn, root):
+            raise self.unsupported(op, f"np.ascontiguousarray of an array typed "
+                                   f"{operand.type.layout}-ordered whose memory the function "
+                                   f"also writes, in reverse mode (numba's result is a view or "
+                                   f"a copy as the array's layout at run time decides)",
+                                   "copy it instead (a.copy()), or write into another array")
+
     def _refuse_write_through_reshape(self, op: Op, target: Value) -> None:
-        """ravel/ascontiguousarray results get shadows of their own (they may be copies), so a
-        write through one would not reach the gradient of the array it views: refuse it.
-        (reshape and expand_dims are always views in numba: their shadows are views too.)"""
+        """ascontiguousarray results of arrays not typed C get shadows of their own (they may
+        be copies), so a write through one would not reach the gradient of the array it may
+        view: refuse it. (reshape and expand_dims are always views in numba: their shadows are
+        views too; ravel of an array not typed C is always a copy, with its own shadow.)"""
         while True:
             source_op = getattr(target, "op", None)
             if source_op is None:
                 return
-            if _name(source_op) in ("ravel", "ascontiguousarray") \
-                    and _is_float_array(target.type):
-                raise self.unsupported(op, "writing into the result of reshape/ravel/"
-                                       "ascontiguousarray in reverse mode", "write into the "
+            if _name(source_op) == "ascontiguousarray" and _is_float_array(target.type):
+                raise self.unsupported(op, "writing into the result of np.ascontiguousarray of "
+                                       "an array not typed C-contiguous, in reverse mode",
+                                       "write into the "
                                        "original array, or copy the reshaped array first "
                                        "(.copy())")
             source = _view_source(source_op)
