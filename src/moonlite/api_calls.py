@@ -12,6 +12,7 @@ precisely what was wrong.
 
 from __future__ import annotations
 
+import inspect
 from typing import Sequence
 
 import numpy as np
@@ -116,14 +117,23 @@ def checked_tangent(b: Builder, primal, tangent, where: str):
 
 
 def alias_checks(b: Builder, primals: list, tangents: list, written, function_name: str,
-                 copy: bool) -> tuple:
+                 copy: bool, names=None) -> tuple:
     """`emit_guards` over primals and tangents together (an array the kernel writes, or its
     tangent, may share memory with no other argument); with `copy`, the written ones and their
-    tangents are copied. Returns (primals, tangents) to pass on."""
+    tangents are copied. Returns (primals, tangents) to pass on. `names`: the kernel's
+    parameters, for the message."""
     n = len(primals)
     written = frozenset(written) | frozenset(i + n for i in written)
-    values = emit_guards(b, primals + tangents, written, function_name, copy=copy)
+    labels = None if names is None else [*names, *(f"the tangent of {p}" for p in names)]
+    values = emit_guards(b, primals + tangents, written, function_name, copy=copy,
+                         names=labels)
     return values[:n], values[n:]
+
+
+def parameter_names_of(f, n: int) -> list:
+    """The names of `f`'s first `n` parameters (`argument k` past them: *args)."""
+    names = list(inspect.signature(f.py_func).parameters)[:n]
+    return names + [f"argument {k}" for k in range(len(names), n)]
 
 
 def compiled_call(f, api: str, key: tuple, dispatcher, primals, tangents):
@@ -200,7 +210,8 @@ def _jvp_ir(f, argtypes: tuple):
     passed = [checked_tangent(b, p, t, f"jvp({qualname}): tangent {i}")
               for i, (p, t) in enumerate(zip(P, T))]
     # forward mode writes in place; a forward rule computes what it writes when asked
-    alias_checks(b, P, T, rule.written(), qualname, copy=False)
+    alias_checks(b, P, T, rule.written(), qualname, copy=False,
+                 names=parameter_names_of(f, len(P)))
     b.ret(b.call(rule, P + [t for t in passed if t is not None], type=rule.ir.return_type))
     # one function: numba leaks a reference to an array argument when a callee raises
     return inline_njit_calls(b.function, keep=lambda callee: callee is not rule,

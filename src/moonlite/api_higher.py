@@ -20,7 +20,7 @@ from .api import ArgumentError, _check_arguments, _check_njit, _def_loc
 from .api_drivers import (api_dispatcher, c_order_index, contiguous, driver_function, njit_driver,
                           rule_arguments, spelled_shape)
 from .api_calls import (alias_checks, calls_dispatcher, checked_tangent, compiled_call,
-                        split_arguments, unpacked)
+                        parameter_names_of, split_arguments, unpacked)
 from .api_instances import flat_calls_ir, flat_kernel, has_instance_tangent
 from .api_reverse import reverse_rule
 from .driver import PASS_CONTEXT, api_cached, api_entry, derived_hvp_rule
@@ -81,7 +81,8 @@ def _hvp_ir(f, argtypes: tuple, strong_zeros: bool):
               for i, (p, t) in enumerate(zip(P, T))]
     # the rule runs f's sweep: on copies of what it writes (and of their tangents)
     T = [t if t is not None else T[i] for i, t in enumerate(passed)]
-    P, T = alias_checks(b, P, T, rule.written, qualname, copy=True)
+    P, T = alias_checks(b, P, T, rule.written, qualname, copy=True,
+                        names=parameter_names_of(f, len(P)))
     tangents = [T[i] for i, t in enumerate(passed) if t is not None]
     result = b.call(rule, P + [b.const(one, rule.ir.argtypes[len(P)])] + tangents,
                     type=rule.ir.return_type)

@@ -15,6 +15,7 @@ import inspect
 
 import numpy as np
 
+from . import _numba as nb
 from .api import ArgumentError, _check_njit, compile_lock
 from .api_drivers import (api_dispatcher, c_order_index, contiguous, driver_function, njit_driver,
                           rule_arguments, spelled_shape)
@@ -121,6 +122,12 @@ def _ndim(t) -> int:
     return t.ndim if isinstance(t, ArrayType) else 0
 
 
+def _arrays_among(written, argtypes: tuple) -> frozenset:
+    """The written arguments that are arrays: an instance whose array field is written
+    (`guards.written_arguments`) is checked for shared memory, not copied."""
+    return frozenset(i for i in written if isinstance(argtypes[i], nb.types.Array))
+
+
 def _copies(written, indent: str, prefix: str = "c") -> str:
     """Fresh C-contiguous copies `c{i}` of the written arrays: each evaluation starts from the
     caller's values."""
@@ -138,8 +145,8 @@ def _forward_driver(f, argtypes, types, nums, qualname, strong_zeros, as_tuple):
         out = _checked_output(rule.ir, f"jacfwd({qualname})")
         rules.append(rule)
         # a forward rule computes what it writes only when asked (driver._precise_written)
-        mine = frozenset(rule.written())
-        written |= mine
+        mine = _arrays_among(rule.written(), argtypes)  # (what the driver copies)
+        written |= frozenset(rule.written())
         namespace.update({f"rule{k}": rule, f"DT{k}": _dtype(out), f"DX{k}": _dtype(x),
                           f"ONE{k}": _dtype(x)(1.0)})
         prelude, names = rule_arguments(argtypes, mine)
@@ -194,7 +201,7 @@ def _driver_source(name: str, nargs: int, blocks: list, count: int, as_tuple: bo
 def _reverse_driver(f, argtypes, types, nums, qualname, strong_zeros, as_tuple):
     rule = reverse_rule(f, contiguous(argtypes), strong_zeros=strong_zeros)
     out = _checked_output(rule.ir, f"jacrev({qualname})")
-    written = frozenset(rule.written)
+    written = _arrays_among(rule.written, argtypes)  # (what the driver copies)
     prelude, names = rule_arguments(argtypes, written)
     call = ", ".join(names)
     namespace = {"rule": rule, "F": f, "ONE": _dtype(out)(1.0), "DT": _dtype(out)}
@@ -228,4 +235,4 @@ def _reverse_driver(f, argtypes, types, nums, qualname, strong_zeros, as_tuple):
             shape = spelled_shape(("o.shape", no), (f"a{n}.shape", _ndim(types[n])))
             body += f"    J{k} = reshape(J{k}, {shape})\n"
     source = _driver_source("jacrev_driver", len(types), [body], len(nums), as_tuple)
-    return njit_driver("jacrev_driver", source, namespace), (rule,), written
+    return njit_driver("jacrev_driver", source, namespace), (rule,), frozenset(rule.written)

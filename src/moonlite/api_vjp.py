@@ -178,7 +178,13 @@ def _instance_vjp(f, primals: tuple):
     instance of its class."""
     _check_arguments(f, primals, "vjp")
     flat = flat_kernel(f, tuple(f.typeof_pyval(p) for p in primals))
-    out, pull = vjp(flat.fn, *python_flat_values(flat, primals))
+    flat_primals = python_flat_values(flat, primals)
+    if any_shared_memory(primals):  # said in the kernel's names (m.w), not the flat form's
+        sweep, _ = _split_rule(flat.fn, flat_primals)
+        written = {i for i, group in enumerate(flat.groups)
+                   if set(group if isinstance(group, tuple) else (group,)) & sweep.written}
+        check_aliasing(f.py_func.__qualname__, primals, written, parameter_names(f))
+    out, pull = vjp(flat.fn, *flat_primals)
 
     def pullback(dout):
         return python_instances(flat, pull(dout), primals)

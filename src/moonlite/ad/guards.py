@@ -22,34 +22,50 @@ and arguments that share memory with an array the kernel writes are refused.
 from __future__ import annotations
 
 import contextlib
+import functools
 import signal
 import threading
 
 import numpy as np
 
+from .. import _numba as nb
 from ..errors import ArgumentError
 from ..ir.core import Function
-from ..ir.types import ArrayType, TupleType, is_record
+from ..ir.types import ArrayType, TupleType, from_numba, is_record
+from ..rules.jitclasses import fields_of, is_numba_instance_type, reader_for
 from ..rules.overlap import may_share_memory
 from ..rules.records import record_view
-from ..ir.readonly import never_written
+from ..ir import ops
+from ..ir.readonly import never_written, value_users
 
 
 def written_arguments(fn: Function) -> frozenset:
-    """Indices of the array and record arguments `fn` may write into (through any view). The
-    guards check both for shared memory and copy the arrays (a record has no owner of its own
-    to copy into in compiled code: reverse rules restore what they write into one)."""
+    """Indices of the array and record arguments `fn` may write into (through any view), and
+    of the jitclass and structref arguments into whose array fields it may write. The guards
+    check them for shared memory and copy the arrays (a record has no owner of its own to copy
+    into in compiled code: reverse rules restore what they write into one)."""
     return frozenset(i for i, a in enumerate(fn.args)
                      if (isinstance(a.type, (ArrayType, TupleType)) or is_record(a.type))
-                     and not never_written(fn, a))
+                     and not never_written(fn, a) or _array_field_written(fn, a))
+
+
+def _array_field_written(fn: Function, arg) -> bool:
+    """True if `fn` may write into an array held by a field of the instance `arg` (`m.w[0] =
+    v`: `m.w` may be another argument's memory)."""
+    if not is_numba_instance_type(getattr(arg.type, "numba_type", None)):
+        return False
+    fields = [op.result for op, _ in value_users(fn).get(arg, ())
+              if isinstance(op, ops.GetAttr) and isinstance(op.result.type, ArrayType)]
+    return any(not never_written(fn, field) for field in fields)
 
 
 def emit_guards(b, values: list, written: frozenset, function_name: str,
-                copy: bool = True) -> list:
+                copy: bool = True, names=None) -> list:
     """At the builder's position: refuse (raise ValueError) if an array in `values` that the
     kernel writes shares memory with another array argument, then (with `copy`) copy the
-    written ones. Returns the values to pass on (copies in place of the written arrays)."""
-    names = [getattr(v, "name", f"argument {i}") for i, v in enumerate(values)]
+    written ones. Returns the values to pass on (copies in place of the written arrays).
+    `names`: what the message calls the values (their own names by default)."""
+    names = names or [getattr(v, "name", f"argument {i}") for i, v in enumerate(values)]
     arrays = [i for i, v in enumerate(values) if isinstance(v.type, ArrayType)]
     memory = {}  # (argument, entry) -> an array over that memory (a tuple's arrays each)
     for i, v in enumerate(values):
@@ -63,8 +79,8 @@ def emit_guards(b, values: list, written: frozenset, function_name: str,
             refuse, go_on = b.new_block("aliased"), b.new_block("not_aliased")
             b.branch(shared, refuse, go_on)
             b.position_at_end(refuse)
-            b.raise_(ArgumentError, [b.const(aliasing_message(function_name, names[i],
-                                                               names[j]))])
+            b.raise_(ArgumentError, [b.const(aliasing_message(
+                function_name, _label(names[i], k), _label(names[j], m)))])
             b.position_at_end(go_on)
     return [b.call(np.copy, [v], type=v.type) if copy and i in written and i in arrays else v
             for i, v in enumerate(values)]
@@ -80,28 +96,77 @@ def _memory_of(b, value) -> list:
     if isinstance(value.type, TupleType):
         return [((k, sub), item) for k in range(len(value.type.elements))
                 for sub, item in _memory_of(b, b.tuple_getitem(value, k))]
+    numba_type = getattr(value.type, "numba_type", None)
+    if is_numba_instance_type(numba_type):  # the arrays its fields hold (`m.w` may be `x`)
+        return [((name, sub), item) for name, t in fields_of(numba_type).items()
+                if _may_hold_arrays(t)
+                for sub, item in _memory_of(b, b.getattr(value, name, from_numba(t)))]
     return []
+
+
+def _label(name: str, entry) -> str:
+    """An argument's name, with the fields that hold the array (`m.w`): `entry` is the key
+    `_memory_of` gave it (None, (tuple index, ...) or (field name, ...))."""
+    while isinstance(entry, tuple):
+        if isinstance(entry[0], str):
+            name = f"{name}.{entry[0]}"
+        entry = entry[1]
+    return name
+
+
+def _may_hold_arrays(t) -> bool:
+    return isinstance(t, (nb.types.Array, nb.types.BaseTuple, nb.types.Record)) \
+        or is_numba_instance_type(t)
 
 
 def check_aliasing(function_name: str, args: tuple, written: frozenset, names=None) -> None:
     """The Python-side check of `emit_guards` (for jvp, vjp, hvp, jacfwd, jacrev)."""
     names = names or [f"argument {i}" for i in range(len(args))]
-    items = [(j, k, part) for j, a in enumerate(args) for k, part in enumerate(_parts(a))]
-    for i, k, mine in items:
+    items = [(j, k, label, part) for j, a in enumerate(args)
+             for k, (label, part) in enumerate(_labelled_parts(a, names[j]))]
+    for i, k, mine_label, mine in items:
         if i not in written:
             continue
-        for j, m, other in items:
+        for j, m, other_label, other in items:
             if (j, m) != (i, k) and np.may_share_memory(mine, other):
-                raise ArgumentError(aliasing_message(function_name, names[i], names[j]))
+                raise ArgumentError(aliasing_message(function_name, mine_label, other_label))
 
 
 def _parts(value) -> list:
-    """The arrays and records `value` is or holds (a tuple's, entry by entry)."""
+    """The arrays and records `value` is or holds (a tuple's, entry by entry; a jitclass or
+    structref instance's, field by field)."""
+    return [part for _, part in _labelled_parts(value, "")]
+
+
+def _labelled_parts(value, name: str) -> list:
+    """[(`name` with the fields holding it, an array or record)] of `_parts`."""
     if isinstance(value, _MEMORY):
-        return [value]
+        return [(name, value)]
     if isinstance(value, tuple):
-        return [part for v in value for part in _parts(v)]
+        return [item for v in value for item in _labelled_parts(v, name)]
+    instance_type = _instance_type(value)
+    if instance_type is not None:
+        return [item for field, v in zip(fields_of(instance_type),
+                                         _field_values(value, instance_type))
+                for item in _labelled_parts(v, f"{name}.{field}")]
     return []
+
+
+def _field_values(value, instance_type) -> tuple:
+    if isinstance(instance_type, nb.types.ClassInstanceType):  # (a jitclass box's properties)
+        return tuple(getattr(value, field) for field in instance_type.struct)
+    return _reader(instance_type)(value)  # a structref proxy may have none
+
+
+_reader = functools.lru_cache(maxsize=None)(reader_for)  # (compiled once per type)
+
+
+def _instance_type(value):
+    """The numba type of a boxed jitclass instance or structref proxy, else None."""
+    t = getattr(type(value), "_numba_type_", None)
+    if t is None and isinstance(value, nb.structref.StructRefProxy):
+        t = value._type
+    return t if is_numba_instance_type(t) else None
 
 
 _MEMORY = (np.ndarray, np.void)  # what may share memory: arrays, records (np.void views)
