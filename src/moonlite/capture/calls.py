@@ -1,0 +1,161 @@
+"""Calls in numba's typed IR imported into moonlite IR (a mixin of `importer.Importer`): calls
+of functions (njit helpers, numpy, builtins, classes), of bound methods, and of the callables
+capture reads itself (`range`, `zip`, `slice`, `bool`, number classes: `Importer.SPECIAL_CALLS`).
+Keyword arguments of njit helpers and numpy functions are put in position, and calls that every
+AD mode handles better in another form are rewritten on the way (`rewrites.py`,
+`record_fields.py`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _numba as nb
+from ..ir import ops
+from ..ir.types import BoolType, FloatType, IntType, none
+from ..rules.jitclasses import is_jitclass
+from . import rewrites
+from . import statics as st
+from .constructs import jitclass_method
+from .lists import ListMethod
+from .record_fields import is_record_array_type
+
+nbt = nb.types
+
+NUMBER_TYPES = (FloatType, IntType, BoolType)
+
+
+class CallReads:
+    SPECIAL_CALLS: dict = {}  # callee -> handler, filled by importer.py
+
+    def ex_call(self, expr, target):
+        if expr.varkwarg is not None:
+            self.unsupported("calls with **kwargs", "pass the keyword arguments explicitly")
+        callee = self.lookup(expr.func)
+        if isinstance(callee, st.BoundMethod):
+            return self._method_call(callee, expr, target)
+        if isinstance(callee, ListMethod):
+            return self._list_method_call(callee, expr, target)
+        if not isinstance(callee, st.StaticObject):
+            fn_type = self.typemap.get(expr.func.name)
+            if isinstance(fn_type, nbt.Dispatcher) and nb.is_njit_dispatcher(fn_type.dispatcher):
+                # an njit function passed as an argument (`rk4(f, y, h)`): numba's type of
+                # the variable is that one function, so the call is a call of it
+                return self._call(fn_type.dispatcher, expr, target)
+            self.unsupported("a call of a function held in a variable (other than an njit "
+                             "function passed as an argument)",
+                             "call the function by its global name")
+        return self._call(callee.obj, expr, target)
+
+    def _call(self, fn, expr, target):
+        special = self.SPECIAL_CALLS.get(fn) if _hashable(fn) else None
+        if expr.vararg is not None and (special is not None or isinstance(fn, type)
+                                        or isinstance(fn, nbt.NumberClass)):
+            self.unsupported(f"spreading a tuple with * into {getattr(fn, '__name__', fn)}()",
+                             "pass the entries explicitly")
+        if special is not None:
+            return special(self, expr, target)
+        if is_jitclass(fn) or isinstance(self.typemap[target.name], nbt.StructRef):
+            built = self.jitclass_construction(expr, target)
+            if built is not None:
+                return built
+        read = self.call_reading_a_list(fn, expr, target)
+        if read is not None:
+            return read
+        if type(fn).__name__ in ("ObjModeLiftedWith", "LiftedWith", "LiftedLoop"):
+            self.unsupported("an objmode block", "move the object-mode code out of the kernel")
+        if _is_exception_intrinsic(fn):
+            self.unsupported("try/except", "move the try/except out of the kernel; check inputs "
+                             "before calling it")
+        if isinstance(fn, type) and issubclass(fn, BaseException):
+            return st.ExceptionInstance(fn, [self.value(a) for a in expr.args])
+        if isinstance(self.typemap[target.name], nbt.BaseNamedTuple) and isinstance(fn, type):
+            return self.build_namedtuple(fn, expr, target)
+        if isinstance(fn, nbt.NumberClass) or _is_number_class(self.typemap[expr.func.name]):
+            return self._cast_call(expr, target)
+        if isinstance(fn, nb.Dispatcher) and not nb.is_njit_dispatcher(fn):
+            self.unsupported("object-mode code (a call into a function compiled without "
+                             "nopython)", "make the callee @njit")
+        self.refuse_list_returned(fn, expr, target)
+        args = self._positional(expr)
+        kws = {name: self._argument(expr, v, name) for name, v in expr.kws}
+        if kws and nb.is_njit_dispatcher(fn):
+            folded = rewrites.fold_keywords(fn, args, kws, self._const_value)
+            if folded is not None:
+                args, kws = folded, {}
+        args = self._coerced_to_signature(args, self.calltypes.get(expr))
+        fn, args = self.helper_call(fn, args, kws)
+        result_type = self.type_of(target)
+        if fn is np.copy and len(args) == 1 and not kws and is_record_array_type(args[0].type):
+            return self.copy_record_array(args[0], result_type)
+        in_position = rewrites.numpy_keywords_in_position(fn, args, kws, result_type)
+        if in_position is not None:
+            args, kws = in_position, {}
+        if fn is np.concatenate and args and not kws \
+                and isinstance(getattr(args[0], "op", None), ops.BuildTuple) \
+                and (len(args) == 1 or ops.constant_value(args[1]) == 0):
+            joined = self.join_records(list(args[0].op.items), result_type)
+            if joined is not None:
+                return joined
+        rewritten = rewrites.rewrite_call(self.b, fn, args, kws, result_type)
+        if rewritten is not None:
+            return rewritten
+        return self.b.call(fn, args, kws, result_type)
+
+    def _method_call(self, method: st.BoundMethod, expr, target):
+        if jitclass_method(method) is not None:
+            return self._jitclass_method_call(method, expr, target)
+        overloaded = self.overloaded_method(method, expr)
+        if overloaded is not None:
+            return self._instance_method_call(overloaded, True, method, expr, target)
+        args = self._positional(expr)
+        kws = {name: self.value(v) for name, v in expr.kws}
+        if method.name == "copy" and not args and not kws \
+                and is_record_array_type(method.receiver.type):
+            return self.copy_record_array(method.receiver, self.type_of(target))
+        if rewrites.rewrite_method(self.b, method.name, method.receiver, args, kws):
+            return self.b.const(None, none)
+        as_call = rewrites.method_as_call(self.b, method.name, method.receiver, args, kws,
+                                          self.type_of(target))
+        if as_call is not None:
+            return as_call
+        return self.b.method_call(method.name, method.receiver, args, kws, self.type_of(target))
+
+    def _cast_call(self, expr, target):
+        t = self.type_of(target)
+        if len(expr.args) != 1 or expr.kws or not isinstance(t, NUMBER_TYPES):
+            args = [self.value(a) for a in expr.args]
+            return self.b.call(self.lookup(expr.func).obj, args, None, t)
+        value = self.value(expr.args[0])
+        if not isinstance(value.type, NUMBER_TYPES):
+            return self.b.call(self.lookup(expr.func).obj, [value], None, t)
+        return self.b.cast(value, t)
+
+    def call_slice(self, expr, target):
+        parts = [self.value(a) for a in expr.args]
+        while len(parts) < 3:
+            parts.append(self.b.const(None, none))
+        if len(expr.args) == 1:  # slice(stop)
+            parts = [parts[1], parts[0], parts[2]]
+        return self.b.build_slice(*parts)
+
+    def call_bool(self, expr, target):
+        (value,) = [self.value(a) for a in expr.args]
+        return self.b.cast(value, BoolType()) if isinstance(value.type, NUMBER_TYPES) \
+            else self.b.call(bool, [value], None, BoolType())
+
+
+def _hashable(obj) -> bool:
+    try:
+        hash(obj)
+        return True
+    except TypeError:
+        return False
+
+
+def _is_exception_intrinsic(fn) -> bool:
+    """numba lowers try/except to calls of these intrinsics."""
+    return any(fn is f for f in nb.EXCEPTION_INTRINSICS)
+
+
+def _is_number_class(t) -> bool:
+    return isinstance(t, nbt.NumberClass)
