@@ -3,9 +3,11 @@
 import math
 
 import numpy as np
+import pytest
 from numba import njit
 
 import moonlite
+from moonlite.testing import check_rule
 from moonlite.ir import natural_loops, ops
 from moonlite.ir.types import ArrayType, float64, int64
 
@@ -207,3 +209,38 @@ def test_captured_ir_of_a_moonlite_callable_is_its_kept_ir():
     fn = moonlite.capture(helper, 1.0)
     compiled = moonlite.lower(fn)
     assert moonlite.capture(compiled, 2.0) is fn
+
+
+# --- found refused with internal names by an adversarial hunt -------------------------------
+
+@njit
+def indexed_with_an_ellipsis(b):
+    c = b.copy()
+    c[..., 0] = c[..., 1] * c[..., 2]  # `...` spelled out as the full slices it stands for
+    d = c[1, ...]
+    return np.sum(c ** 2) + np.sum(d) + c[..., -1][0]
+
+
+@njit
+def walked_row_by_row(a):
+    s = 0.0
+    for row in a:  # the inner loop walks the outer loop's element
+        for v in row:
+            s += v * v * v
+    return s
+
+
+@njit
+def flat_read_while_written(a):
+    b = a.copy()
+    s = 0.0
+    for v in b.flat:  # .flat reads live: np.ravel of a C array is a view of it
+        b[0, 0] = v * 0.5
+        s += v
+    return s + b[0, 0]
+
+
+@pytest.mark.parametrize("kernel", [indexed_with_an_ellipsis, walked_row_by_row,
+                                    flat_read_while_written], ids=lambda k: k.__name__)
+def test_ellipses_nested_rows_and_live_flat_reads_in_every_mode(kernel):
+    check_rule(kernel, np.array([[0.3, -0.5, 0.8], [1.1, 0.4, -0.2]]), second_order=True)

@@ -333,10 +333,15 @@ class ConstructReads:
         `np.ravel(a)` (C order, as `.flat`)."""
         if isinstance(bound, st.ListLiteral):
             return self._list_as_tuple(bound)
-        if isinstance(bound, st.FlatIterator):
-            return self.b.call(np.ravel, [bound.array])
+        if isinstance(bound, st.FlatIterator):  # (of a C array, a view: as `.flat` reads)
+            t = bound.array.type
+            flat_type = ArrayType(t.dtype, 1, "C", t.readonly)
+            return rewrites.contiguous_view(self.b, np.ravel, bound.array, flat_type) \
+                or self.b.call(np.ravel, [bound.array], type=flat_type)
         if isinstance(bound, GrowingList):
             return self.list_source(bound)
+        if isinstance(bound, st.LazyElement) and bound.value is not None:
+            return bound.value  # a row an outer loop walks (`for row in A: for v in row`)
         return bound
 
     def call_empty_inferred(self, expr, target):

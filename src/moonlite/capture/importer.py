@@ -240,6 +240,7 @@ class Importer(CallReads, Parameters, ConstructReads, GrowingLists, LoopReads, R
                                            self.value(stmt.value))
         target = self.value(stmt.target)
         index = self.value(stmt.index)
+        index = rewrites.without_ellipsis(self.b, target, index) or index
         value = self._coerce_setitem_value(stmt, target, self.value(stmt.value))
         if not self.copy_records_into(target, index, value):
             self.b.setitem(target, index, value)
@@ -256,6 +257,7 @@ class Importer(CallReads, Parameters, ConstructReads, GrowingLists, LoopReads, R
             index = self.value(stmt.index_var)
         else:
             index = self._static_index(stmt.index)
+        index = rewrites.without_ellipsis(self.b, target, index) or index
         value = self._coerce_setitem_value(stmt, target, self.value(stmt.value))
         if not self.copy_records_into(target, index, value):
             self.b.setitem(target, index, value)
@@ -498,6 +500,7 @@ class Importer(CallReads, Parameters, ConstructReads, GrowingLists, LoopReads, R
         added = rewrites.newaxis_getitem(self.b, value, index, self.type_of(target))
         if added is not None:
             return added
+        index = rewrites.without_ellipsis(self.b, value, index) or index
         gathered = self.gather_records(value, index, self.type_of(target))
         if gathered is not None:
             return gathered

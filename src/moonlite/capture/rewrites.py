@@ -358,6 +358,20 @@ def newaxis_getitem(b: Builder, array: Value, index: Value, result_type) -> Opti
     return out
 
 
+def without_ellipsis(b: Builder, array: Value, index: Value) -> Optional[Value]:
+    """`B[..., 0]`, `B[1, ...] = v`: the index with its `...` spelled out as the full slices it
+    stands for (ints and slices beside it), which every mode knows; None if the index holds no
+    Ellipsis or anything else beside one (a `None`: `newaxis_getitem` spells it out itself)."""
+    if not (isinstance(array.type, ArrayType) and isinstance(index.type, TupleType)
+            and any(_is_ellipsis(t) for t in index.type.elements)):
+        return None
+    entries = [b.tuple_getitem(index, k) for k in range(len(index.type.elements))]
+    entries = _ellipsis_spelled_out(b, entries, array.type.ndim)
+    if not all(isinstance(e.type, (IntType, SliceType)) for e in entries):
+        return None
+    return entries[0] if len(entries) == 1 else b.build_tuple(entries)
+
+
 def _ellipsis_spelled_out(b: Builder, entries: list, ndim: int) -> list:
     """The entries of an index with its one `...` replaced by the full slices it stands for."""
     where = [k for k, e in enumerate(entries) if _is_ellipsis(e.type)]
