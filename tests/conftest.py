@@ -27,12 +27,14 @@ if "NUMBA_OPT" not in os.environ:
 # (2026-11-24); `--no-loadscope-reorder` (pyproject.toml) makes xdist keep this order instead
 # of ordering files by their number of tests. Files not listed follow in collection order.
 LONGEST_FILES = (
+    "tests/capture/test_array_list_methods.py",  # 430 s (2026-11-26, -n 0)
     "tests/capture/test_constructs.py",  # 354 s
     "tests/ad/test_reverse_rules.py",  # 282
     "tests/rules/test_linalg.py",  # 255
     "tests/capture/test_record_fields.py",  # 236
     "tests/capture/test_lists.py",  # 202
     "tests/ad/test_forward_numpy.py",  # 170
+    "tests/capture/test_array_lists.py",  # 170 (2026-11-26, -n 0)
     "tests/rules/test_systematic_structural.py",  # 147
     "tests/test_fail_closed.py",  # 136
     "tests/rules/test_systematic_elementwise.py",  # 125

@@ -1,6 +1,8 @@
-"""Lists of arrays built by append (capture/array_lists.py): kept as an array of rows, checked
-in every mode against finite differences to second order by `moonlite.testing.check_rule`;
-writes that would tell the rows (copies) from the arrays appended (references) are refused."""
+"""Lists of arrays built by append (capture/array_lists.py): the entries' numbers in one flat
+buffer with each entry's place and shape, so entries may differ in shape; checked in every mode
+against finite differences to second order by `moonlite.testing.check_rule`; writes that would
+tell the buffer's copies from the arrays appended (references) are refused. Methods other than
+append: test_array_list_methods.py."""
 
 import numba
 import numpy as np
@@ -151,10 +153,30 @@ def written_through_a_tuple(x):
 
 
 @numba.njit
-def popped(x):
+def popped_and_written(x):
     seen = []
     seen.append(x * 2.0)
-    return np.sum(seen.pop())
+    top = seen.pop()
+    top[0] = 1.0  # the array appended would see this
+    return np.sum(top)
+
+
+@numba.njit
+def replaced_then_written(x):
+    seen = [x * 2.0]
+    y = x * 3.0
+    seen[0] = y
+    y[1] = 0.5  # the list holds y: it would see this
+    return np.sum(seen[0])
+
+
+@numba.njit
+def inserted_then_written(x):
+    seen = [x * 2.0]
+    y = x * 3.0
+    seen.insert(0, y)
+    y *= 2.0  # the list holds y: it would see this
+    return np.sum(seen[0])
 
 
 @pytest.mark.parametrize("kernel, construct", [
@@ -163,8 +185,11 @@ def popped(x):
     (entry_given_to_a_writer, "writing into an entry of a list of arrays"),
     (entry_written_through_a_helper_result, "writing into an entry of a list of arrays"),
     (written_through_a_tuple, "writing into an array after appending it to a list"),
-    (popped, r"a list of arrays built by append and then changed by pop\(\)"),
-], ids=["written_after", "entry_written", "entry_to_writer", "helper_result", "tuple", "pop"])
+    (popped_and_written, "writing into an entry of a list of arrays"),
+    (replaced_then_written, "writing into an array after appending it to a list"),
+    (inserted_then_written, "writing into an array after appending it to a list"),
+], ids=["written_after", "entry_written", "entry_to_writer", "helper_result", "tuple",
+        "popped_written", "replaced_written", "inserted_written"])
 def test_writes_a_copy_would_hide_are_refused(kernel, construct):
     assert_refused_in_both_modes(kernel, construct)
 
@@ -188,14 +213,96 @@ def test_a_write_through_another_read_of_a_tuple_argument_is_refused():
 
 
 @numba.njit
-def ragged(x):
+def ragged_segments(x, w):
+    """A ragged batch: the prefixes of x scaled by w, of lengths 1..n, walked and indexed."""
     pieces = []
-    pieces.append(x)
-    pieces.append(x[1:].copy())
-    return np.sum(pieces[0])
+    for i in range(1, x.shape[0] + 1):
+        pieces.append(x[:i] * w[:i])
+    s = 0.0
+    for p in pieces:
+        s += np.sum(np.sin(p)) * p.shape[0]
+    return s + np.sum(pieces[-1] * pieces[0][0]) + len(pieces)
 
 
-def test_arrays_of_different_shapes_raise_a_clear_error():
-    assert ragged(X) == pytest.approx(np.sum(X))  # numba's list holds them
-    with pytest.raises(ValueError, match="the arrays appended to a list differ in shape"):
-        moonlite.grad(ragged)(X)
+@numba.njit
+def neighbour_energy(pos, rc):
+    """A neighbour list: ragged int index arrays (np.where), then used to gather positions."""
+    n = pos.shape[0]
+    nbrs = []
+    for i in range(n):
+        d = np.empty(n)
+        for j in range(n):
+            d[j] = np.sqrt(np.sum((pos[i] - pos[j]) ** 2))
+        nbrs.append(np.where((d < rc) & (d > 0.0))[0])
+    e = 0.0
+    for i in range(n):
+        near = pos[nbrs[i]]
+        for k in range(near.shape[0]):
+            e += 1.0 / np.sum((pos[i] - near[k]) ** 2)
+    return e
+
+
+@numba.njit
+def neighbour_counts(pos, rc):
+    nbrs = []
+    for i in range(pos.shape[0]):
+        d = np.sqrt(np.sum((pos - pos[i]) ** 2, axis=1))
+        nbrs.append(np.where((d < rc) & (d > 0.0))[0])
+    counts = np.empty(len(nbrs), np.int64)
+    for i in range(len(nbrs)):
+        counts[i] = nbrs[i].shape[0]
+    return counts
+
+
+@numba.njit
+def layers_from_parameters(theta, x):
+    """Weight matrices of different shapes cut from one parameter vector in a loop (views of
+    an argument nothing writes), applied in turn."""
+    sizes = (3, 4, 2)
+    layers = []
+    at = 0
+    for k in range(len(sizes) - 1):
+        m, n = sizes[k + 1], sizes[k]
+        layers.append(theta[at:at + m * n].reshape((m, n)))
+        at += m * n
+    h = x
+    for W in layers:
+        h = np.tanh(W @ h)
+    return np.sum(h * h) + layers[-1].shape[0]
+
+
+@numba.njit
+def _segment_norms(pieces):
+    out = np.empty(len(pieces))
+    for k in range(len(pieces)):
+        out[k] = np.sum(pieces[k] ** 2) / pieces[k].size
+    return out
+
+
+@numba.njit
+def ragged_given_to_a_helper(x):
+    """Ragged 2-D entries (outer products of growing prefixes) read by an njit helper."""
+    blocks = []
+    for i in range(1, 4):
+        blocks.append(np.outer(x[:i], np.sin(x[i - 1:])))
+    return np.sum(_segment_norms(blocks) * np.arange(1.0, 4.0)) + np.sum(blocks[1] @ x[1:])
+
+
+P = np.random.default_rng(1).uniform(0.0, 2.0, (6, 2))
+
+
+def test_the_neighbour_lists_are_ragged():
+    counts = neighbour_counts(P, 1.0)
+    assert len(set(counts)) > 1  # (so the test below reads entries of different shapes)
+
+
+@pytest.mark.parametrize("kernel, args", [
+    (ragged_segments, (X, np.array([0.7, 0.2, -0.3]))),
+    (neighbour_energy, (P, 1.0)),
+    (layers_from_parameters, (np.random.default_rng(2).normal(size=20) * 0.5,
+                              np.array([0.2, -0.4, 0.7]))),
+    (ragged_given_to_a_helper, (np.array([0.3, -0.5, 0.8, 1.1]),)),
+], ids=["segments", "neighbours", "layers", "helper"])
+def test_entries_of_different_shapes_in_every_mode(kernel, args):
+    check_rule(kernel, *args, fixed=(1,) if kernel is neighbour_energy else (),
+               second_order=True)

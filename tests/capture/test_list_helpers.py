@@ -241,7 +241,7 @@ def test_a_helper_given_a_list_of_arrays_returns_an_array():
 
 def test_layers_of_different_shapes_in_every_mode():
     """A list literal of arrays given to a helper is the tuple of its arrays, which may differ
-    in shape (a list of arrays built by append is one array of rows, which cannot)."""
+    in shape (as the entries of a list of arrays built by append may)."""
     rng = np.random.default_rng(5)
     x, y = rng.standard_normal(4), rng.standard_normal(2)
     W = [rng.standard_normal(s) for s in ((5, 4), (3, 5), (2, 3))]

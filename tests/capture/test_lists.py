@@ -369,6 +369,25 @@ def test_a_loop_over_a_list_shortening_it_is_refused(kernel):
 
 
 @numba.njit
+def refilled_each_epoch(x, epochs):
+    """A list cleared and refilled in each epoch, walked in the epoch: the walking loop does
+    not change the list's length (the epoch loop around it does, which is fine)."""
+    vals = []
+    total = 0.0
+    for e in range(epochs):
+        vals.clear()
+        for v in x:
+            vals.append(np.sin(v) * (e + 1.0))
+        for v in vals:
+            total += v * v
+    return total + len(vals)
+
+
+def test_a_list_walked_in_the_loop_that_refills_it():
+    check_rule(refilled_each_epoch, np.array([0.4, -0.3, 0.9]), 3, second_order=True)
+
+
+@numba.njit
 def binned_energy(x, nbins):
     acc = [0.0] * nbins  # a list of zeros, written by index
     counts = nbins * [0]

@@ -1,24 +1,33 @@
-"""Lists of arrays built by append (`states.append(x.copy())`, issue #20), as an array of rows.
+"""Lists of arrays built by append (`states.append(x.copy())`, issue #20): the entries' numbers
+one after another in one buffer, with each entry's place and shape.
 
-A growing list of arrays of one type (numba types the list by its entries' dtype, rank and
-layout) is kept as a buffer of one more dimension whose rows are the entries, with a length,
-like a list of numbers (`lists.py`): `append` grows the buffer when it is full (`grown_rows`,
-which also fixes the entries' shape at the first append and raises ValueError when a later
-entry differs) and writes the entry as a row; `ys[i]`, `for y in ys`, `enumerate`, `zip` and
-unpacking read rows (views), `len(ys)` is the length. The AD passes see array allocations,
-copies, row writes and views, which every mode differentiates.
+numba types a list of arrays by its entries' dtype, rank and layout only: the entries may differ
+in shape (`nbrs.append(np.where(d[i] < rc)[0])`, `pieces.append(x[:i] * w)`, weight matrices of
+each layer). moonlite keeps such a list, like a list of numbers (`lists.py`), as buffers and a
+length threaded through the blocks: `flat` (1-D, the entries' numbers), `places` (per entry:
+where it starts in `flat`, then its shape) and `used` (how much of `flat` is written). Entry k
+is read as the view of `flat` at its start, of its shape (`rules/list_views.py`: a view in
+every mode, its tangent and its shadow the same view of the buffer's). `append(v)`,
+`insert(i, v)` and `ys[i] = v` write v's numbers at `used` (room made by
+`array_list_runtime.room_for_numbers`) and record its place; `pop()`, `pop(i)`, `clear()` and
+`reverse()` change only places and the length; `extend`, copies and slices copy the entries'
+numbers. The AD passes see array allocations, copies, writes of slices, views and integer
+bookkeeping, which every mode differentiates.
 
-A list holds references, the buffer copies: the two differ only when an array is written
-after it is appended (the list would see the write) or an entry read from the list is written
-(the array appended would see it). `check_array_lists` proves neither happens, on the captured
-IR, and refuses the kernel where it cannot: a write into a view of an appended array on a path
-from the append that does not allocate that array anew (a fresh `x` in each iteration of a
-loop may be written before it is appended), and any write into the rows. An njit function
-given such an array counts as writing it unless its own IR never writes or returns it. The list
-itself may be given to an njit helper, which then runs as its column form, given the buffer and
-the length (`list_helpers.py`); the same check asks that form's IR. Every other list operation on
-a list of arrays (methods but `append`, `ys[i] = v`, copies, joins, `sum`, passing the list to a
-function other than an njit one) is refused by name.
+A place in `flat` is written once (what is written goes after `used`; a full `flat` is replaced
+by a new one), so an entry read before keeps its numbers whatever the list does next, as a
+Python list's array would. A list holds references and the buffer copies: the two still differ
+when an array is written after it is put in the list (the list would see the write) or an entry
+read from the list is written (the array appended would see it). `check_array_lists` proves
+neither happens, on the captured IR, and refuses the kernel where it cannot: a write into a
+view of an array appended (or inserted, or put in place of an entry) on a path from there that
+does not allocate that array anew (a fresh `x` in each iteration of a loop may be written
+before it is appended), and any write into `flat`'s entries. An njit function given such an
+array counts as writing it unless its own IR never writes or returns it. The list itself may
+be given to an njit helper, which then runs as its column form, given the buffers and the
+length (`list_helpers.py`); the same check asks that form's IR. Other uses (`sort`, `remove`,
+`index`, `count`, `sum`, `np.array`, passing the list to a function other than an njit one)
+are refused by name.
 """
 
 from __future__ import annotations
@@ -30,76 +39,203 @@ from ..ir import ops
 from ..ir.core import Argument, Value
 from ..ir.readonly import never_written, use_kind, value_users, views_of
 from ..ir.traits import Trait
-from ..ir.types import ArrayType, OpaqueType, TupleType, int64
+from ..ir.types import ArrayType, OpaqueType, TupleType, boolean, int64, none
+from ..rules.list_views import list_entry
+from .array_list_runtime import (closed_gap, copy_entries, gathered_numbers, gathered_places,
+                                 live_size, placed, places_of_copies, reversed_entries,
+                                 room_for_numbers, used_after_room)
+from .iterators import IndexSource
+from .list_runtime import insert_position
+from .statics import ListLiteral
 
 nbt = nb.types
-
-
-def _same_row_shape_py(buffer, entry):
-    for d in range(entry.ndim):
-        if buffer.shape[d + 1] != entry.shape[d]:
-            return False
-    return True
-
-
-def _grown_rows_py(buffer, length, entry):
-    same = same_row_shape(buffer, entry)
-    if length > 0 and not same:
-        raise ValueError("moonlite: the arrays appended to a list differ in shape (moonlite "
-                         "keeps a list of arrays as one array of rows: append arrays of one "
-                         "shape, or fill preallocated arrays)")
-    if length < buffer.shape[0] and same:
-        return buffer
-    bigger = np.empty((2 * length + 4,) + entry.shape, buffer.dtype)
-    if length > 0:
-        bigger[:length] = buffer[:length]
-    return bigger
-
-
-same_row_shape = nb.njit(cache=True)(_same_row_shape_py)
-# The buffer with room for one more row shaped like `entry` (itself while there is room).
-grown_rows = nb.njit(cache=True)(_grown_rows_py)
 
 # Calls whose array result is a new array, never a view of an argument.
 _FRESH_CALLS = (np.copy, np.array, np.empty, np.zeros, np.ones, np.full, np.empty_like,
                 np.zeros_like, np.ones_like, np.full_like, np.arange, np.linspace, np.stack,
                 np.concatenate, np.outer, np.dot, np.cumsum, np.cumprod, np.sort)
 _FRESH_METHODS = ("copy", "flatten", "astype")
+_POSITIONS = ArrayType(int64, 1, "C")
+_PLACES = ArrayType(int64, 2, "C")
 
 
 def appendable_array(element) -> bool:
-    """A C-contiguous array of numbers: what a list of arrays may hold (rows of a C buffer
-    are C-contiguous; an entry of layout "A" would be typed otherwise than its row)."""
-    return isinstance(element, nbt.Array) and element.layout == "C" \
+    """A C-contiguous array of numbers, of one dimension or more: what a list of arrays may
+    hold (its entries are read as contiguous views of `flat`)."""
+    return isinstance(element, nbt.Array) and element.layout == "C" and element.ndim > 0 \
         and isinstance(element.dtype, (nbt.Float, nbt.Integer, nbt.Boolean))
 
 
+def array_list_buffer_types(element: ArrayType) -> tuple:
+    """The types of a list of arrays' buffers: flat, places (start and shape per entry),
+    used."""
+    return (ArrayType(element.dtype, 1, "C"), _PLACES, int64)
+
+
 class ArrayLists:
-    """Mixin of `Importer`: lists of arrays (the `GrowingList` of `lists.py` with rows)."""
+    """Mixin of `Importer`: lists of arrays (the `GrowingList` of `lists.py`, whose buffers are
+    flat, places and used)."""
 
     def _init_array_lists(self) -> None:
-        self.array_list_buffers: list = []  # every buffer value made for a list of arrays
+        self.array_list_buffers: list = []  # every flat buffer made for a list of arrays
         self.array_literal_tuples: set = set()  # list literals of arrays given to helpers
-        self.array_list_ops: set = set()  # ids of the ops that build and append them
-        self.array_appends: list = []  # (the row write of an append, the array appended)
+        self.array_list_ops: set = set()  # ids of the ops that build and change them
+        self.array_appends: list = []  # (the write of an array put in a list, that array)
 
-    def empty_rows(self, lst) -> Value:
-        """An empty buffer of the list's rank (its entries' shape comes with the first)."""
-        buffer_type = lst.buffer_types[0]
-        shape = self.b.build_tuple([self.b.const(0, int64)] * buffer_type.ndim)
-        dtype = self.dtype_ref(lst.element.dtype.to_numba())
-        buffer = self.b.call(np.empty, [shape, dtype], None, buffer_type)
-        self._own(buffer)
-        return buffer
+    def empty_array_list(self, lst) -> tuple:
+        """The state of an empty list of arrays (its buffers grow at the first append)."""
+        b, zero = self.b, self.b.const(0, int64)
+        flat_type, places_type, _ = lst.buffer_types
+        flat = b.call(np.empty, [zero, self.dtype_ref(lst.element.dtype.to_numba())], None,
+                      flat_type)
+        self._own(flat)
+        shape = b.build_tuple([zero, b.const(lst.element.ndim + 1, int64)])
+        places = b.call(np.empty, [shape, self.dtype_ref(nbt.int64)], None, places_type)
+        return (flat, places, zero), zero
 
-    def append_row(self, lst, value: Value) -> None:
-        buffers, length = self._state(lst)
-        buffer = self.b.call(grown_rows, [buffers[0], length, value], None, buffers[0].type)
-        self._own(buffer)
-        write = self.b.setitem(buffer, length, value)
+    def array_entry_at(self, b, lst, buffers: tuple, position: Value) -> Value:
+        """Entry `position` (checked): the view of `flat` at its start, of its shape
+        (`rules/list_views.list_entry`: no bounds to normalise, so reads in a hot loop cost
+        what reading a row costs)."""
+        flat, places, _ = buffers
+        start, *dims = [b.getitem(places, b.build_tuple([position, b.const(j, int64)]), int64)
+                        for j in range(lst.element.ndim + 1)]
+        return b.call(list_entry, [flat, start, b.build_tuple(dims)], None, lst.element)
+
+    def array_list_source(self, lst):
+        """What a for loop over a list of arrays walks: the entry at each index, read with the
+        buffers as the loop's body starts (an entry replaced in the body may move them)."""
+        _, length = self._state(lst)
+        return IndexSource(lambda b: length,
+                           lambda b, k: self.array_entry_at(b, lst, self._state(lst)[0], k))
+
+    # --- changes ------------------------------------------------------------------------------
+
+    def append_entry(self, lst, value: Value) -> None:
+        _, length = self._state(lst)
+        self._put_entry(lst, value, length, opens=True, shifts=False)
+
+    def insert_entry(self, lst, index: Value, value: Value) -> None:
+        """`ys.insert(i, v)`: v's numbers after the others, its place at i (i counted from the
+        end if negative, clamped to the list, as Python does)."""
+        _, length = self._state(lst)
+        position = self.b.call(insert_position, [self._coerce(index, int64), length], None,
+                               int64)
+        self._put_entry(lst, value, position, opens=True, shifts=True)
+
+    def replace_entry(self, lst, position: Value, value: Value) -> None:
+        """`ys[i] = v` (`position`: i checked): v's numbers after the others, its place at i;
+        the old entry's numbers stay where they are (an entry read before keeps them)."""
+        if lst in self.given_lists:
+            self.unsupported("replacing an entry of a list of arrays in a helper it is given "
+                             f"to ({self.py_func.__name__}(): moonlite would write the new "
+                             "entry where the caller does not look)",
+                             "replace the entry in the kernel that builds the list, or let "
+                             "the helper return the new array")
+        self._put_entry(lst, value, position, opens=False, shifts=False)
+
+    def _put_entry(self, lst, value: Value, position: Value, opens: bool, shifts: bool) -> None:
+        """`value`'s numbers written after the others and recorded as entry `position`: a new
+        entry there (`opens`; `shifts`: the entries from there on move one place up), or the
+        entry there replaced."""
+        self._check_entry_type(lst, value)
+        b = self.b
+        (flat, places, used), length = self._state(lst)
+        shape = b.getattr(value, "shape")
+        size = _product(b, [b.tuple_getitem(shape, j) for j in range(lst.element.ndim)])
+        bigger, at = self._room(flat, places, used, length, size)
+        numbers = value if lst.element.ndim == 1 else b.call(
+            np.reshape, [value, b.build_tuple([size])], None, flat.type)
+        stop = b.add(at, size)
+        write = b.setitem(bigger, b.build_slice(at, stop, b.const(None, none)), numbers)
         self.array_list_ops.add(id(write))
         self.array_appends.append((write, value))
-        self.list_state[lst] = ((buffer,), self.b.add(length, self.b.const(1, int64)))
+        places = self._list_value(placed, [flat, places, used, length, size,
+                                           b.const(1 if opens else 0, int64), position, at,
+                                           shape, b.const(shifts, boolean)], places.type)
+        if opens:
+            length = b.add(length, b.const(1, int64))
+        self.list_state[lst] = ((bigger, places, stop), length)
+
+    def _check_entry_type(self, lst, value: Value) -> None:
+        t = value.type
+        if not (isinstance(t, ArrayType) and t.dtype == lst.element.dtype
+                and t.ndim == lst.element.ndim and t.layout == "C"):
+            self.unsupported(f"putting {t} in a list of {lst.element}",
+                             "append C-contiguous arrays of the list's dtype and dimension "
+                             "(a copy: ys.append(x.copy()))")
+
+    def _room(self, flat, places, used, length, extra) -> tuple:
+        """(`flat` with room for `extra` more numbers, where they go): its live numbers moved
+        into a new `flat` when it is full, which every mode differentiates. The places move
+        with them in the call that records the new entries' places (`placed`)."""
+        args = [flat, places, used, length, extra]
+        bigger = self._list_value(room_for_numbers, args, flat.type)
+        self._own(bigger)
+        return bigger, self._list_value(used_after_room, args, int64)
+
+    def _list_value(self, fn, args: list, result_type) -> Value:
+        value = self.b.call(fn, args, None, result_type)
+        self.array_list_ops.add(id(value.op))
+        return value
+
+    def _list_call(self, fn, args: list) -> None:
+        self._list_value(fn, args, none)
+
+    def close_entry_gap(self, lst, position: Value) -> None:
+        """`pop(i)` once the entry is read: the places after it moved one down."""
+        buffers, length = self._state(lst)
+        self._list_call(closed_gap, [buffers[1], position, length])
+        self.list_state[lst] = (buffers, self.b.sub(length, self.b.const(1, int64)))
+
+    def reverse_entries(self, lst) -> None:
+        buffers, length = self._state(lst)
+        self._list_call(reversed_entries, [buffers[1], length])
+
+    def extend_array_list(self, lst, source, what: str) -> None:
+        """`ys.extend(zs)`, `ys += zs`: zs a list of arrays the kernel builds (ys itself too),
+        whose entries' numbers are copied after ys's, or a list literal or tuple of arrays,
+        appended one by one."""
+        if isinstance(source, ListLiteral) or isinstance(source, Value) \
+                and isinstance(source.type, TupleType):
+            items = source.items if isinstance(source, ListLiteral) else [
+                self.b.tuple_getitem(source, k) for k in range(len(source.type))]
+            for item in items:
+                self.append_entry(lst, item)
+            return
+        if not (getattr(source, "holds_arrays", False) and source.element == lst.element):
+            self.unsupported(f"{what} of a list of {lst.element} with "
+                             f"{getattr(source, 'type', 'another kind of list')}",
+                             "extend it with a list of arrays the kernel builds, a list "
+                             "literal or a tuple of arrays of the same type")
+        (flat, places, used), length = self._state(lst)
+        (other, other_places, _), count = self._state(source)
+        extra = self._list_value(live_size, [other_places, count], int64)
+        bigger, at = self._room(flat, places, used, length, extra)
+        # (zs may be ys: its numbers are read where they are, before `used` or in the old
+        # `flat`, before its places move)
+        self._list_call(copy_entries, [bigger, at, other, other_places, count])
+        places = self._list_value(places_of_copies, [flat, places, used, length, extra, at,
+                                                     other_places, count], places.type)
+        self.list_state[lst] = ((bigger, places, self.b.add(at, extra)),
+                                self.b.add(length, count))
+
+    def copied_array_list(self, lst, part: "Value | None"):
+        """A new list holding `lst`'s entries (`ys.copy()`, `list(ys)`), or those the slice
+        `part` selects (`ys[a:b:c]`): their numbers copied into new buffers."""
+        (flat, places, _), length = self._state(lst)
+        positions = self.b.call(np.arange, [length], None, _POSITIONS)
+        if part is not None:
+            positions = self.b.getitem(positions, part)
+        count = self.b.call(len, [positions], type=int64)
+        copied = self._list_value(gathered_places, [places, positions], places.type)
+        total = self._list_value(live_size, [copied, count], int64)
+        numbers = self._list_value(gathered_numbers, [flat, places, positions, total],
+                                   flat.type)
+        self._own(numbers)
+        copy = self._new_list(lst.element.to_numba())
+        self.list_state[copy] = ((numbers, copied, total), count)
+        return copy
 
     def _own(self, buffer: Value) -> None:
         self.array_list_buffers.append(buffer)
@@ -107,7 +243,8 @@ class ArrayLists:
 
     def refuse_array_list(self, use: str):
         self.unsupported(f"a list of arrays built by append {use}",
-                         "append to it and read it (ys[i], for y in ys, len(ys)), or fill a "
+                         "append to it, read it (ys[i], for y in ys, len(ys)), change it "
+                         "with pop, insert, ys[i] = v, extend, clear or reverse, or fill a "
                          "preallocated array with one more dimension")
 
     # --- the check that copies behave as references would ----------------------------------------
@@ -119,8 +256,8 @@ class ArrayLists:
         for op, position in _array_uses(users, self.array_list_buffers):
             if id(op) not in self.array_list_ops and self._writes(op, position):
                 self.unsupported("writing into an entry of a list of arrays (moonlite keeps "
-                                 "the entries as rows of one array, copies of the arrays "
-                                 "appended, which that write would not reach)",
+                                 "copies of the arrays appended in one buffer, which that "
+                                 "write would not reach)",
                                  "write into a copy (y = ys[i].copy())", op.loc)
         for write, value in self.array_appends:
             for root in _roots(value):
@@ -154,6 +291,13 @@ class ArrayLists:
             # holds, and never_written asks arrays only)
             return not _callee_never_writes(op.callee, op.operands, position)
         return True
+
+
+def _product(b, dims: list) -> Value:
+    size = dims[0]
+    for d in dims[1:]:
+        size = b.mul(size, d)
+    return size
 
 
 def _array_uses(users: dict, roots):

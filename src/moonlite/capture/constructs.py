@@ -107,7 +107,7 @@ class ConstructReads:
     def ex_exhaust_iter(self, expr, target):
         """`a, b = v`: a tuple as it is, an array's or a list's entries, a list of tuples'."""
         bound = self.lookup(expr.value)
-        if isinstance(bound, GrowingList) and bound.holds_tuples:
+        if isinstance(bound, GrowingList) and (bound.holds_tuples or bound.holds_arrays):
             return self.unpack_list(bound, expr.count)
         value = (self._list_as_tuple(bound) if isinstance(bound, st.ListLiteral)
                  else self.list_entries(bound, "unpacked") if isinstance(bound, GrowingList)
@@ -194,7 +194,6 @@ class ConstructReads:
         return self.b.build_tuple([self._coerce(e, t) if e.type.is_scalar and t.is_scalar
                                    else e for e, t in zip(entries, declared)])
 
-
     def _structref_construction(self, expr, target, instance):
         """`State(x, v)` of a `structref.define_proxy` class as `make((x, v))`, the arguments
         converted to the fields' types; None for another constructor."""
@@ -252,8 +251,9 @@ class ConstructReads:
     def _array_literal_for_helper(self, literal: st.ListLiteral, helper) -> Value:
         """A list literal of arrays nothing changes, given to njit `helper`: the tuple of its
         arrays (`list_plans.ListAnalysis.tuples_for_helpers`), for which numba compiles the
-        helper again. A tuple holds references as the list does, and its arrays may differ in
-        shape (the layers of an MLP), which a list kept as rows of one array cannot."""
+        helper again. A tuple holds references as the list does, so the helper may write its
+        arrays (a list of arrays built by append holds copies: writes into its entries are
+        refused), and its arrays may differ in shape (the layers of an MLP)."""
         items = self._list_as_tuple(literal)
         if len({t for t in items.type.elements}) != 1:
             self.unsupported(f"a list literal of arrays of different types given to "

@@ -55,8 +55,8 @@ class ListAnalysis:
         self._lists_extended_by_plus(typemap, mutated)
         # a list given to an njit helper (even one never appended to, `f([a, b])`) is kept
         # as a growing list is: the helper is given its entries (`list_helpers.py`); but a
-        # literal of arrays nothing changes is given as the tuple of its arrays (layers of an
-        # MLP differ in shape, which a growing list of arrays cannot hold: constructs.py)
+        # literal of arrays nothing changes is given as the tuple of its arrays, references
+        # the helper may write through (a growing list of arrays holds copies: constructs.py)
         changed = {self.root(m) for m in mutated}
         self.tuples_for_helpers = {
             self.root(v) for v in self._given
@@ -146,7 +146,9 @@ class ListAnalysis:
         for iterator, walked in self._getiters:
             lists = self._walked_through(walked, wrapped)
             for header, loop in loops.items():
-                if not any(label in loop.body and self.root(var) == self.root(iterator)
+                # the loop the iterator drives (its header steps it), not one around it: a
+                # list cleared and refilled in each epoch may be walked in the epoch
+                if not any(label == header and self.root(var) == self.root(iterator)
                            for label, var in iternexts):
                     continue
                 if any(label in loop.body and self.root(var) in lists

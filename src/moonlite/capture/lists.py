@@ -29,7 +29,8 @@ any other function, returning it, methods on a list of tuples that compare tuple
 `index`, `count`, `sort()` without a key), a variable rebound to another list, a loop over a
 list (or over enumerate or zip of it) that changes its length. `min` and `max` of a list of
 tuples pick an entry by Python's tuple order (`list_orders.lexicographic_picker`). A list of
-arrays keeps its entries as the rows of a buffer of one more dimension (`array_lists.py`)."""
+arrays keeps its entries' numbers in one flat buffer, with each entry's start and shape
+(`array_lists.py`: entries of different shapes, read as views)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ from .. import _numba as nb
 from ..ir.core import Value
 from ..ir.types import (ArrayType, BoolType, IntType, SliceType, TupleType, from_numba, int64,
                         none)
-from .array_lists import ArrayLists, appendable_array
+from .array_lists import ArrayLists, appendable_array, array_list_buffer_types
 from .iterators import IndexSource, check_unpack_length, range_length
 from .list_plans import ListAnalysis
 from .list_runtime import (check_room, count_of, grown, index_of, insert_position,
@@ -64,7 +65,7 @@ _READS = {np.array: "copy", np.asarray: "copy", sum: "sum", len: "len", min: "mi
 class GrowingList:
     """A list the kernel appends to: its element type and the block that builds it. Its state
     where the import stands is (buffers, length): one buffer for a list of numbers, one per
-    tuple entry for a list of tuples."""
+    tuple entry for a list of tuples; flat, places and used for a list of arrays."""
 
     element: object  # moonlite type: a scalar, or a tuple of scalars
     label: int  # numba label of the block holding the `build_list`
@@ -87,8 +88,8 @@ class GrowingList:
 
     @property
     def buffer_types(self) -> tuple:
-        if self.holds_arrays:  # the entries are the rows (array_lists.py)
-            return (ArrayType(self.element.dtype, self.element.ndim + 1, "C"),)
+        if self.holds_arrays:  # flat, places, used (array_lists.py)
+            return array_list_buffer_types(self.element)
         return tuple(ArrayType(c, 1, "C") for c in self.columns)
 
 
@@ -222,9 +223,9 @@ class GrowingLists(ArrayLists):
         element = self.typemap[target.name].dtype
         if appendable_array(element):
             lst = self._new_list(element)
-            self.list_state[lst] = ((self.empty_rows(lst),), self.b.const(0, int64))
+            self.list_state[lst] = self.empty_array_list(lst)
             for var in expr.items:
-                self.append_row(lst, self.value(var))
+                self.append_entry(lst, self.value(var))
             return lst
         if not _appendable(element):
             self.unsupported(f"appending to a list of {element}",
@@ -314,8 +315,10 @@ class GrowingLists(ArrayLists):
                 for j, c in enumerate(lst.columns)]
 
     def _entry_at(self, b, lst: GrowingList, buffers: tuple, position: Value) -> Value:
-        """The entry at `position` (checked), as the list holds it: a number, or the tuple of
-        the buffers' entries there."""
+        """The entry at `position` (checked), as the list holds it: a number, the tuple of
+        the buffers' entries there, or an array (`array_lists.py`)."""
+        if lst.holds_arrays:
+            return self.array_entry_at(b, lst, buffers, position)
         columns = [b.getitem(buffer, position, c) for buffer, c in zip(buffers, lst.columns)]
         if not lst.holds_tuples:
             return columns[0]
@@ -335,8 +338,8 @@ class GrowingLists(ArrayLists):
 
     def _list_method_call(self, method: ListMethod, expr, target):
         lst, args = method.target, expr.args
-        if lst.holds_arrays and (method.name != "append" or len(args) != 1 or expr.kws):
-            self.refuse_array_list(f"and then changed by {method.name}()")
+        if lst.holds_arrays and method.name in ("sort", "remove", "index", "count"):
+            self.refuse_array_list(f"and then {method.name}() called on it (it compares arrays)")
         if method.name == "sort" and not args and not expr.vararg:
             options = self._sort_options(expr.kws)
             if options is not None:
@@ -362,6 +365,9 @@ class GrowingLists(ArrayLists):
             return self.b.const(None, none)
         elif method.name == "extend" and len(args) == 1:
             self.extend_list(lst, self.lookup(args[0]), "list.extend()")
+            return self.b.const(None, none)
+        elif method.name == "reverse" and not args and lst.holds_arrays:
+            self.reverse_entries(lst)
             return self.b.const(None, none)
         elif method.name == "reverse" and not args:
             buffers, length = self._state(lst)
@@ -402,6 +408,8 @@ class GrowingLists(ArrayLists):
         """`ys.sort(key=key, reverse=descending)`: the entries gathered in the order numba's own
         sort gives them (`list_orders.py`) and written back over the buffers' heads, array
         writes like any other."""
+        if lst.holds_arrays:
+            self.refuse_array_list("sorted (it compares arrays)")
         buffers, length = self._state(lst)
         heads = [self._head(buffer, length) for buffer in buffers]
         if key is None:
@@ -431,7 +439,7 @@ class GrowingLists(ArrayLists):
         `part` selects (`ys[a:b:c]`, sliced as NumPy slices, which is as Python slices a list):
         copies of the buffers' heads."""
         if lst.holds_arrays:
-            self.refuse_array_list("copied (a slice, copy(), list(), sorted(), +)")
+            return self.copied_array_list(lst, part)
         buffers, length = self._state(lst)
         copies = []
         for buffer in buffers:
@@ -450,7 +458,7 @@ class GrowingLists(ArrayLists):
         buffers' room reserved, zs's entries written after ys's. A list literal or a tuple of
         entries is appended entry by entry."""
         if lst.holds_arrays:
-            self.refuse_array_list(f"extended ({what})")
+            return self.extend_array_list(lst, source, what)
         if isinstance(source, ListLiteral) or isinstance(source, Value) \
                 and isinstance(source.type, TupleType) and not lst.holds_tuples:
             items = source.items if isinstance(source, ListLiteral) else [
@@ -546,6 +554,8 @@ class GrowingLists(ArrayLists):
     def _close_gap(self, lst: GrowingList, position: Value) -> None:
         """The entries after `position` moved one place down (array copies and writes, which
         every mode differentiates), the length one less."""
+        if lst.holds_arrays:
+            return self.close_entry_gap(lst, position)
         buffers, length = self._state(lst)
         after = self.b.add(position, self.b.const(1, int64))
         last = self.b.sub(length, self.b.const(1, int64))
@@ -560,6 +570,9 @@ class GrowingLists(ArrayLists):
         if not isinstance(index.type, IntType):
             self.unsupported(f"list.insert() at a {index.type} position",
                              "insert at an integer position")
+        if lst.holds_arrays:
+            self.insert_entry(lst, index, value)
+            return self.b.const(None, none)
         buffers, length = self._state(lst)
         position = self.b.call(insert_position, [self._coerce(index, int64), length], None,
                                int64)
@@ -601,7 +614,7 @@ class GrowingLists(ArrayLists):
 
     def _append(self, lst: GrowingList, value: Value):
         if lst.holds_arrays:
-            self.append_row(lst, value)
+            self.append_entry(lst, value)
             return self.b.const(None, none)
         buffers, length = self._state(lst)
         columns = self._entry_columns(lst, value)
@@ -624,6 +637,8 @@ class GrowingLists(ArrayLists):
         buffers, length = self._state(lst)
         if lst.holds_tuples:
             self._refuse_tuple_list(use)
+        if lst.holds_arrays:
+            self.refuse_array_list(use)
         return self._head(buffers[0], length)
 
     def _head(self, buffer: Value, length: Value) -> Value:
@@ -638,6 +653,8 @@ class GrowingLists(ArrayLists):
     def list_source(self, lst: GrowingList):
         """What a for loop (or zip, enumerate) walks: the entries of a list of numbers as an
         array view, a list of tuples as the tuples rebuilt at each index."""
+        if lst.holds_arrays:
+            return self.array_list_source(lst)
         if not lst.holds_tuples:
             return self.list_entries(lst, "walked")
         buffers, length = self._state(lst)
@@ -664,10 +681,10 @@ class GrowingLists(ArrayLists):
         return self._entry_at(self.b, lst, buffers, self._entry_position(lst, index))
 
     def list_setitem(self, lst: GrowingList, index: Value, value: Value) -> None:
-        if lst.holds_arrays:
-            self.refuse_array_list("with an entry replaced (ys[i] = v)")
-        buffers, _ = self._state(lst)
         position = self._entry_position(lst, index)
+        if lst.holds_arrays:
+            return self.replace_entry(lst, position, value)
+        buffers, _ = self._state(lst)
         for buffer, entry in zip(buffers, self._entry_columns(lst, value)):
             self.b.setitem(buffer, position, entry)
 

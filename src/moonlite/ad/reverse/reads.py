@@ -24,7 +24,8 @@ import functools
 from ...ir import Builder, ops
 from ...ir.core import Argument, Function, Op, Value
 from ...ir.traits import Trait
-from ...ir.types import ArrayType, BoolType, FloatType, IntType, is_float_record, is_record
+from ...ir.types import (ArrayType, BoolType, FloatType, IntType, TupleType, is_float_record,
+                         is_record)
 from ...rules import RuleNotApplicable, lookup_jvp
 from ...rules.registry import lookup_field
 from ...rules.custom import lookup_custom
@@ -46,7 +47,7 @@ _COMPARISONS = (ops.Lt, ops.Le, ops.Gt, ops.Ge, ops.Eq, ops.Ne, ops.BitAnd, ops.
 
 # What the adjoints of the reverse pass's own ops read (primitives say it in their registration).
 _STRUCTURAL = {
-    ops.GetItem: lambda op: {op.index},
+    ops.GetItem: lambda op: {op.index} if _getitem_adjoint_reads_index(op) else set(),
     ops.SetItem: lambda op: {op.target, op.index},
     ops.InplaceBinary: lambda op: {op.target} | ({op.value} if op.binop in (ops.Mul,
                                                                           ops.TrueDiv) else set()),
@@ -54,6 +55,19 @@ _STRUCTURAL = {
     ops.TupleGetItem: lambda op: set(),
     ops.BuildTuple: lambda op: set(),
 }
+
+
+def _getitem_adjoint_reads_index(op: ops.GetItem) -> bool:
+    """`memory.rv_getitem` reads the index for a float entry (`x[i]`, `t[i]` of a tuple) and a
+    gather (`x[idx]`); a view (`x[a:b]`, a row) shares the source's shadow, taken in the sweep,
+    and its adjoint reads nothing (a list of arrays' entries, views of its buffer, read in a
+    loop kept their bounds on tapes the pullback never read)."""
+    result = op.result.type
+    if isinstance(result, FloatType):
+        return True
+    return isinstance(result, ArrayType) and not isinstance(op.value.type, TupleType) \
+        and any(isinstance(item, ArrayType) for item in (
+            op.index.type.elements if isinstance(op.index.type, TupleType) else (op.index.type,)))
 
 
 def reads(op: Op) -> set:
