@@ -452,3 +452,30 @@ def test_the_pullback_of_a_returned_instance_takes_an_instance():
           - np.sum(pendulum_step(s, 1.7 - h, 0.1).x)) / (2 * h)
     assert dk == pytest.approx(fd, rel=1e-6)
     assert type(ds) is type(s)
+
+
+@numba.njit
+def step_and_energy(s, k, dt):
+    """A step returning the new state and its energy, `return state, loss` style."""
+    n = pendulum_step(s, k, dt)
+    e = 0.5 * np.sum(n.v ** 2) + k * np.sum(1.0 - np.cos(n.x))
+    return n, e
+
+
+def test_a_tuple_holding_a_returned_instance_in_every_mode():
+    check_rule(step_and_energy, _trajectory(), 1.7, 0.1)
+
+
+def test_jvp_and_vjp_of_a_tuple_holding_an_instance():
+    s, h = _trajectory(), 1e-6
+    (state, energy), (dstate, denergy) = moonlite.jvp(step_and_energy, (s, 1.7, 0.1),
+                                                      (None, 1.0, 0.0))
+    assert type(state) is type(dstate) and state.steps == 1
+    fd = (step_and_energy(s, 1.7 + h, 0.1)[1] - step_and_energy(s, 1.7 - h, 0.1)[1]) / (2 * h)
+    assert denergy == pytest.approx(fd, rel=1e-6)
+    _, pullback = moonlite.vjp(step_and_energy, s, 1.7, 0.1)
+    with pytest.raises(ArgumentError, match="a tuple of 2 entries"):
+        pullback(1.0)
+    _, pullback = moonlite.vjp(step_and_energy, s, 1.7, 0.1)
+    _, dk, _ = pullback((Trajectory(np.zeros(2), np.zeros(2), 0.0, 0), 1.0))
+    assert dk == pytest.approx(fd, rel=1e-6)

@@ -11,8 +11,10 @@ wrote is a local variable by then, `ad/instance_fields.py`). The API then builds
 `jvp` returns the output and its tangent as instances of the class (fields that carry no
 derivative, ints, bools and their arrays, zero in the tangent; strings the output's), and
 `vjp`'s pullback takes an instance of the class as the cotangent (its float fields, and float
-arrays, are the tuple's cotangents). From Python only: inside njit code such kernels stay
-refused (numba types the call before moonlite could rewrite it).
+arrays, are the tuple's cotangents). A plain tuple holding instances (`return state, loss`)
+is read out the same way, its instances' fields in place of each, and made again. From Python
+only: inside njit code such kernels stay refused (numba types the call before moonlite could
+rewrite it).
 """
 
 from __future__ import annotations
@@ -30,27 +32,44 @@ from .rules.jitclasses import fields_of, is_numba_instance_type, maker_for
 
 
 def returned_instance_type(f, primals) -> Optional[object]:
-    """The numba type of the jitclass or structref instance `f(*primals)` returns, or None
-    (another output, an instance with a field that hides floats, or `f` cannot be typed for
-    them: the caller's error stands)."""
+    """The numba type of what `f(*primals)` returns when it is a jitclass or structref
+    instance, or a plain tuple holding one (`return state, loss`), else None (another output,
+    an instance with a field that hides floats, or `f` cannot be typed for them: the caller's
+    error stands)."""
     try:
         signature = tuple(f.typeof_pyval(p) for p in primals)
         f.compile(signature)
         out = f.overloads[signature].signature.return_type
     except Exception:  # numba's own error is the one to show: the caller re-raises its own
         return None
-    return out if is_numba_instance_type(out) and flattenable(out) else None
+    instances = [t for t, _ in _entries(out) if t is not None]
+    return out if instances and all(map(flattenable, instances)) else None
 
 
-def fields_kernel(f, instance_type):
-    """The output-flat form of `f` (see the module docstring), one per kernel and class."""
-    return api_cached(f, ("returned fields", instance_type),
-                      lambda: _build_fields_kernel(f, instance_type))
+def _entries(out_type) -> list:
+    """[(instance type or None, how many values of the output-flat tuple)] for each entry of
+    the output (the output itself for an instance); [] for an output holding none."""
+    if is_numba_instance_type(out_type):
+        return [(out_type, len(fields_of(out_type)))]
+    if not isinstance(out_type, nb.types.BaseTuple) \
+            or isinstance(out_type, nb.types.BaseNamedTuple):
+        return []
+    return [(t, len(fields_of(t))) if is_numba_instance_type(t) else (None, 1)
+            for t in out_type.types]
 
 
-def _build_fields_kernel(f, instance_type):
-    names = list(fields_of(instance_type))
-    reads = "".join(f"r.{name}, " for name in names)
+def fields_kernel(f, out_type):
+    """The output-flat form of `f` (see the module docstring), one per kernel and output."""
+    return api_cached(f, ("returned fields", out_type),
+                      lambda: _build_fields_kernel(f, out_type))
+
+
+def _build_fields_kernel(f, out_type):
+    if is_numba_instance_type(out_type):
+        reads = "".join(f"r.{name}, " for name in fields_of(out_type))
+    else:
+        reads = "".join("".join(f"r[{k}].{name}, " for name in fields_of(t)) if t is not None
+                        else f"r[{k}], " for k, (t, _) in enumerate(_entries(out_type)))
     name = f.py_func.__name__
     source = (f"def {name}(*args):\n    r = kernel(*args)\n    return ({reads})\n")
     scope = {"kernel": f, "__name__": __name__}
@@ -62,31 +81,68 @@ def _build_fields_kernel(f, instance_type):
                    boundscheck=bool(options.get("boundscheck")))(scope[name])
 
 
-def instance_output_jvp(jvp, f, instance_type, primals, tangents):
-    """`jvp(f, primals, tangents)` through `f`'s output-flat form: `(output, tangent)`, two
-    instances (`jvp`: the API's, passed by it)."""
-    out, dout = jvp(fields_kernel(f, instance_type), primals, tangents)
+def _rebuilt(out_type, values: tuple, tangents=None):
+    """The output from the values of the output-flat tuple (instances made again, other
+    entries as they are), or with `tangents` (jvp's, entry by entry) the output's tangent."""
+    parts, k = [], 0
+    for t, n in _entries(out_type):
+        if t is None:
+            parts.append(values[k] if tangents is None else tangents[k])
+        elif tangents is None:
+            parts.append(maker_for(t).make(tuple(values[k:k + n])))
+        else:
+            parts.append(maker_for(t).make(tuple(map(_tangent_field, values[k:k + n],
+                                                     tangents[k:k + n]))))
+        k += n
+    return parts[0] if is_numba_instance_type(out_type) else tuple(parts)
+
+
+def instance_output_jvp(jvp, f, out_type, primals, tangents):
+    """`jvp(f, primals, tangents)` through `f`'s output-flat form: the output and its tangent,
+    instances where the output has them (`jvp`: the API's, passed by it)."""
+    out, dout = jvp(fields_kernel(f, out_type), primals, tangents)
     dout = (None,) * len(out) if dout is None else dout
-    make = maker_for(instance_type).make
-    return make(tuple(out)), make(tuple(map(_tangent_field, out, dout)))
+    return _rebuilt(out_type, tuple(out)), _rebuilt(out_type, tuple(out), tuple(dout))
 
 
-def instance_output_vjp(vjp, f, instance_type, primals):
-    """`vjp(f, *primals)` through `f`'s output-flat form: the output an instance, the pullback
-    taking an instance of its class as the cotangent (`vjp`: the API's, passed by it)."""
-    out, pull = vjp(fields_kernel(f, instance_type), *primals)
+def instance_output_vjp(vjp, f, out_type, primals):
+    """`vjp(f, *primals)` through `f`'s output-flat form: the output with its instances, the
+    pullback taking instances of their classes in the cotangent (`vjp`: the API's)."""
+    out, pull = vjp(fields_kernel(f, out_type), *primals)
     qualname = f.py_func.__qualname__
 
     def pullback(dout):
-        if instance_type_of(dout) != instance_type:
-            raise ArgumentError(f"vjp({qualname}) pullback: the output is a "
-                                f"{instance_name(instance_type)} instance: its cotangent must "
-                                f"be an instance of the same class (its float fields hold "
-                                f"the cotangent), got {type(dout).__name__}")
-        return pull(tuple(map(_cotangent_field, python_fields(dout, instance_type))))
+        return pull(_flat_cotangent(out_type, dout, f"vjp({qualname}) pullback"))
 
     pullback.arguments = pull.arguments
-    return maker_for(instance_type).make(tuple(out)), pullback
+    return _rebuilt(out_type, tuple(out)), pullback
+
+
+def _flat_cotangent(out_type, dout, where: str) -> tuple:
+    """The cotangent of the output-flat tuple: an instance's fields for an instance (its
+    float fields and float arrays; None for the rest), other entries as given."""
+    if is_numba_instance_type(out_type):
+        return tuple(map(_cotangent_field, _instance_fields(out_type, dout, where)))
+    entries = _entries(out_type)
+    if not isinstance(dout, tuple) or len(dout) != len(entries):
+        raise ArgumentError(f"{where}: the output is a tuple of {len(entries)} entries: its "
+                            f"cotangent must be a tuple of {len(entries)} entries, got "
+                            f"{type(dout).__name__}")
+    flat = []
+    for (t, _), d in zip(entries, dout):
+        if t is None:
+            flat.append(d)
+        else:
+            flat += map(_cotangent_field, _instance_fields(t, d, where))
+    return tuple(flat)
+
+
+def _instance_fields(instance_type, dout, where: str) -> list:
+    if instance_type_of(dout) != instance_type:
+        raise ArgumentError(f"{where}: the output is a {instance_name(instance_type)} "
+                            f"instance: its cotangent must be an instance of the same class "
+                            f"(its float fields hold the cotangent), got {type(dout).__name__}")
+    return python_fields(dout, instance_type)
 
 
 def _tangent_field(value, tangent):

@@ -306,3 +306,61 @@ def test_the_neighbour_lists_are_ragged():
 def test_entries_of_different_shapes_in_every_mode(kernel, args):
     check_rule(kernel, *args, fixed=(1,) if kernel is neighbour_energy else (),
                second_order=True)
+
+
+# --- entries that are views of any layout (numba types such a list's entries 'A') ------------
+
+@numba.njit
+def strided_segments(x):
+    """Every third number, three phases: each entry a strided view of the argument."""
+    ys = []
+    for k in range(3):
+        ys.append(x[k::3])
+    s = 0.0
+    for y in ys:
+        s += np.sum(np.sin(y) * y)
+    return s
+
+
+@numba.njit
+def columns_weighted(A):
+    """The columns of a matrix kept in a list, as column-wise statistics codes do."""
+    cols = []
+    for j in range(A.shape[1]):
+        cols.append(A[:, j])
+    s = 0.0
+    for i in range(len(cols)):
+        s += np.dot(cols[i], cols[i]) * (i + 1)
+    return s
+
+
+@numba.njit
+def reversed_row_blocks(A):
+    """2-D views, one of them reversed along its columns, read by a product."""
+    blocks = []
+    blocks.append(A[::2, :])
+    blocks.append(A[1::2, ::-1])
+    return np.sum(blocks[0] * blocks[1]) + np.sum(blocks[1] ** 2)
+
+
+@numba.njit
+def strided_view_written_after(x):
+    y = x * 1.0
+    ys = []
+    ys.append(y[::2])
+    y[0] = 5.0 * y[1]  # the list holds the view: it would see this
+    return np.sum(ys[0] ** 2)
+
+
+@pytest.mark.parametrize("kernel, args", [
+    (strided_segments, (np.linspace(0.1, 1.3, 9),)),
+    (columns_weighted, (np.arange(12.0).reshape(3, 4) / 7,)),
+    (reversed_row_blocks, (np.arange(16.0).reshape(4, 4) / 7,)),
+], ids=["strided", "columns", "reversed_blocks"])
+def test_entries_of_any_layout_in_every_mode(kernel, args):
+    check_rule(kernel, *args)
+
+
+def test_a_strided_entry_written_after_appending_is_refused():
+    assert_refused_in_both_modes(strided_view_written_after,
+                                 "writing into an array after appending it to a list")

@@ -234,3 +234,57 @@ def test_jacobians_of_structured_outputs_are_refused():
     for jacobian in (moonlite.jacfwd, moonlite.jacrev):
         with pytest.raises(moonlite.ArgumentError, match="must return a float or a float"):
             jacobian(leapfrog, argnums=1)(_states(), 0.1, 3)
+
+
+# --- ravel and flatten of structured arrays (capture/record_fields.py: record_array_method) ---
+
+@numba.njit
+def ravel_then_written(g, s):
+    """numba's ravel of a C grid is a view: the write through it reaches g."""
+    flat = g.ravel()
+    flat[0].x = flat[1].x * s
+    t = 0.0
+    for i in range(flat.shape[0]):
+        t += flat[i].x * np.sum(flat[i].pos) * s
+    return t + np.sum(g["x"] ** 2)
+
+
+@numba.njit
+def flatten_then_written(g, s):
+    """flatten copies: the write through it does not reach g."""
+    flat = g.flatten()
+    flat[0].x = flat[1].x * s
+    t = 0.0
+    for i in range(flat.shape[0]):
+        t += flat[i].x * np.sum(flat[i].pos) * s
+    return t + np.sum(g["x"] ** 2)
+
+
+@numba.njit
+def ravel_of_a_strided_view(g, s):
+    """ravel of a view that is not C-contiguous copies."""
+    flat = g[:, ::2].ravel()
+    flat[0].x = flat[1].x * s
+    return np.sum(flat["x"] ** 3) + np.sum(g["x"] ** 2) * s
+
+
+@numba.njit
+def np_ravel_then_written(g, s):
+    flat = np.ravel(g)
+    flat[0].x = s * 3.0
+    return np.sum(flat["x"] ** 3) + np.sum(g["x"] ** 2) * s
+
+
+@pytest.mark.parametrize("kernel", [ravel_then_written, flatten_then_written,
+                                    ravel_of_a_strided_view, np_ravel_then_written],
+                         ids=["ravel", "flatten", "ravel_strided", "np_ravel"])
+def test_ravel_and_flatten_in_every_mode(kernel):
+    check_rule(kernel, _particles((3, 4)), 0.7)
+
+
+def test_ravel_is_a_view_and_flatten_a_copy_as_in_numba():
+    for kernel, changed in [(ravel_then_written, True), (flatten_then_written, False)]:
+        g = _particles((3, 4))
+        before = g["x"].copy()
+        kernel(g, 0.7)
+        assert (g["x"][0, 0] != before[0, 0]) == changed

@@ -40,6 +40,7 @@ from ..ir.core import Argument, Value
 from ..ir.readonly import never_written, use_kind, value_users, views_of
 from ..ir.traits import Trait
 from ..ir.types import ArrayType, OpaqueType, TupleType, boolean, int64, none
+from ..rules.jitclasses import any_layout
 from ..rules.list_views import list_entry
 from .array_list_runtime import (closed_gap, copy_entries, gathered_numbers, gathered_places,
                                  live_size, placed, places_of_copies, reversed_entries,
@@ -60,10 +61,12 @@ _PLACES = ArrayType(int64, 2, "C")
 
 
 def appendable_array(element) -> bool:
-    """A C-contiguous array of numbers, of one dimension or more: what a list of arrays may
-    hold (its entries are read as contiguous views of `flat`)."""
-    return isinstance(element, nbt.Array) and element.layout == "C" and element.ndim > 0 \
-        and isinstance(element.dtype, (nbt.Float, nbt.Integer, nbt.Boolean))
+    """An array of numbers of one dimension or more, typed C-contiguous or of any layout
+    ("A": `ys.append(x[::2])`): what a list of arrays may hold (its entries are read as
+    contiguous views of `flat`, typed as the list's entries, `any_layout`). Arrays typed
+    Fortran-ordered are not: a C view is no F array."""
+    return isinstance(element, nbt.Array) and element.layout in ("C", "A") \
+        and element.ndim > 0 and isinstance(element.dtype, (nbt.Float, nbt.Integer, nbt.Boolean))
 
 
 def array_list_buffer_types(element: ArrayType) -> tuple:
@@ -100,7 +103,11 @@ class ArrayLists:
         flat, places, _ = buffers
         start, *dims = [b.getitem(places, b.build_tuple([position, b.const(j, int64)]), int64)
                         for j in range(lst.element.ndim + 1)]
-        return b.call(list_entry, [flat, start, b.build_tuple(dims)], None, lst.element)
+        element = lst.element
+        contiguous = ArrayType(element.dtype, element.ndim, "C", element.readonly)
+        entry = b.call(list_entry, [flat, start, b.build_tuple(dims)], None, contiguous)
+        # (a list of arrays typed "A" reads them typed so: numba typed the code reading them)
+        return entry if element == contiguous else b.call(any_layout, [entry], None, element)
 
     def array_list_source(self, lst):
         """What a for loop over a list of arrays walks: the entry at each index, read with the
@@ -144,8 +151,12 @@ class ArrayLists:
         shape = b.getattr(value, "shape")
         size = _product(b, [b.tuple_getitem(shape, j) for j in range(lst.element.ndim)])
         bigger, at = self._room(flat, places, used, length, size)
-        numbers = value if lst.element.ndim == 1 else b.call(
-            np.reshape, [value, b.build_tuple([size])], None, flat.type)
+        if lst.element.ndim == 1:
+            numbers = value
+        elif value.type.layout == "C":
+            numbers = b.call(np.reshape, [value, b.build_tuple([size])], None, flat.type)
+        else:  # (numba's ravel of an array not typed C copies it, in C order)
+            numbers = b.call(np.ravel, [value], None, flat.type)
         stop = b.add(at, size)
         write = b.setitem(bigger, b.build_slice(at, stop, b.const(None, none)), numbers)
         self.array_list_ops.add(id(write))
@@ -160,10 +171,10 @@ class ArrayLists:
     def _check_entry_type(self, lst, value: Value) -> None:
         t = value.type
         if not (isinstance(t, ArrayType) and t.dtype == lst.element.dtype
-                and t.ndim == lst.element.ndim and t.layout == "C"):
+                and t.ndim == lst.element.ndim and t.layout in ("C", lst.element.layout)):
             self.unsupported(f"putting {t} in a list of {lst.element}",
-                             "append C-contiguous arrays of the list's dtype and dimension "
-                             "(a copy: ys.append(x.copy()))")
+                             "append arrays of the list's dtype and dimension, C-contiguous "
+                             "or views (a copy: ys.append(x.copy()))")
 
     def _room(self, flat, places, used, length, extra) -> tuple:
         """(`flat` with room for `extra` more numbers, where they go): its live numbers moved

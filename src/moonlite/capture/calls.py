@@ -85,8 +85,10 @@ class CallReads:
         args = self._coerced_to_signature(args, self.calltypes.get(expr))
         fn, args = self.helper_call(fn, args, kws)
         result_type = self.type_of(target)
-        if fn is np.copy and len(args) == 1 and not kws and is_record_array_type(args[0].type):
-            return self.copy_record_array(args[0], result_type)
+        if fn in (np.copy, np.ravel) and len(args) == 1 and not kws \
+                and is_record_array_type(args[0].type):
+            return self.record_array_method("copy" if fn is np.copy else "ravel", args[0],
+                                            result_type)
         in_position = rewrites.numpy_keywords_in_position(fn, args, kws, result_type)
         if in_position is not None:
             args, kws = in_position, {}
@@ -109,9 +111,9 @@ class CallReads:
             return self._instance_method_call(overloaded, True, method, expr, target)
         args = self._positional(expr)
         kws = {name: self.value(v) for name, v in expr.kws}
-        if method.name == "copy" and not args and not kws \
+        if method.name in ("copy", "ravel", "flatten") and not args and not kws \
                 and is_record_array_type(method.receiver.type):
-            return self.copy_record_array(method.receiver, self.type_of(target))
+            return self.record_array_method(method.name, method.receiver, self.type_of(target))
         if rewrites.rewrite_method(self.b, method.name, method.receiver, args, kws):
             return self.b.const(None, none)
         as_call = rewrites.method_as_call(self.b, method.name, method.receiver, args, kws,

@@ -19,6 +19,7 @@ from typing import Optional
 import numpy as np
 
 from .. import _numba as nb
+from . import rewrites
 from ..ir.core import Value
 from ..ir.types import (ArrayType, BoolType, IntType, OpaqueType, TupleType, from_numba,
                         int64, is_record, none)
@@ -107,6 +108,23 @@ class RecordFields:
             return True
         self._copy_fields(target, index, value)
         return True
+
+    def record_array_method(self, name: str, array: Value, result_type) -> Value:
+        """`p.copy()`, `p.ravel()`, `p.flatten()` (and `np.copy`, `np.ravel`) of a structured
+        array, as numba computes them: a copy (`copy_record_array`), except `ravel` of an array
+        typed C-contiguous, which numba makes a view (`np.reshape(p, (p.size,))`, a view every
+        mode follows for structured arrays too); `ravel` and `flatten` of other arrays copy,
+        then reshape the C-contiguous copy."""
+        if name == "ravel":
+            view = rewrites.contiguous_view(self.b, np.ravel, array, result_type)
+            if view is not None:
+                return view
+        if name == "copy":
+            return self.copy_record_array(array, result_type)
+        t = array.type
+        copy = self.copy_record_array(array, ArrayType(t.dtype, t.ndim, "C", False))
+        size = self.b.getattr(copy, "size", int64)
+        return self.b.call(np.reshape, [copy, self.b.build_tuple([size])], None, result_type)
 
     def copy_record_array(self, array: Value, result_type) -> Value:
         """`p.copy()`, `np.copy(p)` of a structured array: a new C-contiguous array of its dtype
