@@ -227,7 +227,8 @@ def extended_with_an_array(x):
 @pytest.mark.parametrize("kernel, construct", [
     (replaced_by_a_helper, r"replacing an entry of a list of arrays in a helper it is given "
                            r"to \(_replaces_an_entry\(\)"),
-    (extended_with_an_array, r"appending to a list of array\(float64, 1d, A\)"),
+    (extended_with_an_array, r"list.extend\(\) of a list of array\(float64, 1d, A\) with "
+                             r"array\(float64, 2d, C\)"),
 ], ids=["replaced_in_helper", "extended_with_rows"])
 def test_changes_moonlite_cannot_make_exact_are_refused(kernel, construct):
     assert_refused_in_both_modes(kernel, construct)

@@ -269,14 +269,6 @@ def sorts_by_a_flag(x):
 
 
 @numba.njit
-def appends_arrays(x):
-    rows = []
-    for _ in range(2):
-        rows.append(x[::2])  # layout "A": a row of the list's buffer would be typed otherwise
-    return rows[0][0]
-
-
-@numba.njit
 def mixed_pairs_as_an_array(x):
     pairs = [(v, i) for i, v in enumerate(x)]
     return np.asarray(pairs)[0, 0]
@@ -299,7 +291,6 @@ def rebuilt_in_a_loop(x):
     (removes_a_pair, r"a list of tuples built by append searched by remove\(\)"),
     (counts_pairs, r"a list of tuples built by append searched by count\(\)"),
     (sorts_by_a_flag, r"list.sort\(\) on a list the kernel builds"),
-    (appends_arrays, "appending to a list of array"),
     (mixed_pairs_as_an_array, r"a list of tuples built by append given to asarray\(\)"),
     (rebuilt_in_a_loop, "bound to different lists"),
 ])

@@ -44,6 +44,7 @@ from ..ir.types import ArrayType, FloatType, TupleType, is_float_record, none
 from ..rules import RuleNotApplicable, lookup_jvp
 from ..rules.scalar import checked_division_jvp, is_checked_division
 from ..rules.custom import call_jvp, lookup_custom
+from ..rules.numpy_shapes import as_c_layout
 from .activity import varied_values
 from .context import NO_CALLEES, PassContext
 from .dual_alloc import emit_stacked, stackable
@@ -379,7 +380,8 @@ class _ForwardPass:
                                          self.width, frozenset(active))
         call_args = [self.values[a] for a in args]
         for j in range(self.width):
-            call_args += [self.real_tangent(args[i], j) for i in active]
+            call_args += [self._in_primal_layout(args[i], self.real_tangent(args[i], j))
+                          for i in active]
         res = self.b.call(rule, call_args, type=rule.ir.return_type, hint=None)
         out = self.b.tuple_getitem(res, 0)
         self.values[op.result] = out
@@ -387,6 +389,14 @@ class _ForwardPass:
             self.set_tangents(op.result, [self.b.tuple_getitem(res, 1 + j)
                                           for j in range(self.width)])
             self._debug_check(op, f"the tangent the derived rule of {_describe(op)} returned")
+
+    def _in_primal_layout(self, primal: Value, tangent: Value) -> Value:
+        """The tangent of a C array typed C for a derived rule, which takes it typed as the
+        primal (a tangent tape's tangents are typed of any layout: `on_tape_new`)."""
+        t = primal.type
+        if isinstance(t, ArrayType) and t.layout == "C":
+            return as_c_layout(self.b, tangent)
+        return tangent
 
     def on_getattr(self, op: ops.GetAttr) -> None:
         """A field of a record: the same field of its tangent record."""

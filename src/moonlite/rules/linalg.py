@@ -488,7 +488,7 @@ def matrix_power(a, n):
     if n == 0:
         return np.eye(a.shape[0], dtype=a.dtype)
     if n < 0:
-        base = np.ascontiguousarray(np.linalg.inv(a))  # (one layout on both paths)
+        base = np.linalg.inv(a).copy()  # (numba's copy is C: one layout on both paths)
         n = -n
     else:
         base = np.ascontiguousarray(a)

@@ -48,13 +48,56 @@ for _name, _adjoint, _reads in [("copy", _copy_adjoint, reads_nothing),
                                 ("ravel", _reshape_adjoint, reads_first)]:
     register(Method(_name), jvp=linear_method(_name), adjoint=_adjoint, reads=_reads,
              keywords=())
+@nb.njit
+def c_layout(a):
+    """`a` itself, typed C-contiguous: the tangent of an array typed C that reaches derived
+    code typed of any layout (a tangent tape holds views of every layout: `forward.py:
+    on_tape_new`), where numba's `reshape` would refuse that type. Such a tangent is contiguous
+    at run time (a C array's tangent is made or given in its layout); were it not, the copy
+    numba's `ascontiguousarray` made would lose writes through the view: that raises."""
+    if not a.flags.c_contiguous:
+        raise ValueError("moonlite internal error: the tangent of a C-contiguous array is not "
+                         "contiguous (please report this)")
+    return np.ascontiguousarray(a)
+
+
+def _c_layout_jvp(b, primals, tangents, kwargs):
+    return None if tangents[0] is None else as_c_layout(b, tangents[0])
+
+
+register(c_layout, jvp=_c_layout_jvp, adjoint=no_adjoint, reads=reads_nothing, keywords=(),
+         traits=AXES_VIEW | VIEW)
+
+
+def as_c_layout(b, tangent):
+    t = tangent.type
+    if not isinstance(t, ArrayType) or t.layout == "C":
+        return tangent
+    return b.call(c_layout, [tangent], type=ArrayType(t.dtype, t.ndim, "C", t.readonly))
+
+
+def _reshape_jvp(b, primals, tangents, kwargs):
+    """`np.reshape(da, shape)`, `da` retyped C where the tangent of a C array came typed of
+    any layout (numba reshapes contiguous arrays only)."""
+    if tangents[0] is None:
+        return None
+    return b.call(np.reshape, [as_c_layout(b, tangents[0]), *primals[1:]], kwargs)
+
+
+def _reshape_method_jvp(b, primals, tangents, kwargs):
+    if tangents[0] is None:
+        return None
+    return b.method_call("reshape", as_c_layout(b, tangents[0]), list(primals[1:]), kwargs)
+
+
 # numba's reshape takes contiguous arrays only and never copies, and its expand_dims is always
 # a view: the result's shadow is the same view of the operand's shadow, so writes through the
 # result, and writes into the operand read back through the result, reach the gradient
-for _fn in (np.reshape, np.expand_dims):
-    register(_fn, jvp=linear_call(_fn), adjoint=no_adjoint, reads=reads_nothing, keywords=(),
-             traits=AXES_VIEW | VIEW)
-register(Method("reshape"), jvp=linear_method("reshape"), adjoint=no_adjoint,
+register(np.reshape, jvp=_reshape_jvp, adjoint=no_adjoint, reads=reads_nothing, keywords=(),
+         traits=AXES_VIEW | VIEW)
+register(np.expand_dims, jvp=linear_call(np.expand_dims), adjoint=no_adjoint,
+         reads=reads_nothing, keywords=(), traits=AXES_VIEW | VIEW)
+register(Method("reshape"), jvp=_reshape_method_jvp, adjoint=no_adjoint,
          reads=reads_nothing, keywords=(), traits=AXES_VIEW | VIEW)
 
 
