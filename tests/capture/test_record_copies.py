@@ -275,9 +275,21 @@ def np_ravel_then_written(g, s):
     return np.sum(flat["x"] ** 3) + np.sum(g["x"] ** 2) * s
 
 
+@numba.njit
+def ravel_of_a_transpose(g, s):
+    """A transposed (F-ordered) grid: ravel and flatten copy in C order, np.copy keeps F."""
+    flat = g.T.ravel()
+    flat[1].x = s * flat[2].x
+    kept = np.copy(g.T)
+    kept[0, 1].x = s
+    return np.sum(flat["x"] * np.arange(flat.size)) + np.sum(g.T.flatten()["pos"][2] * s) \
+        + np.sum(kept["x"] ** 2) + np.sum(g["x"] ** 2)
+
+
 @pytest.mark.parametrize("kernel", [ravel_then_written, flatten_then_written,
-                                    ravel_of_a_strided_view, np_ravel_then_written],
-                         ids=["ravel", "flatten", "ravel_strided", "np_ravel"])
+                                    ravel_of_a_strided_view, np_ravel_then_written,
+                                    ravel_of_a_transpose],
+                         ids=["ravel", "flatten", "ravel_strided", "np_ravel", "transposed"])
 def test_ravel_and_flatten_in_every_mode(kernel):
     check_rule(kernel, _particles((3, 4)), 0.7)
 

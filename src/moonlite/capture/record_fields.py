@@ -129,8 +129,14 @@ class RecordFields:
     def copy_record_array(self, array: Value, result_type) -> Value:
         """`p.copy()`, `np.copy(p)` of a structured array: a new C-contiguous array of its dtype
         (`np.empty_like`, a fresh allocation to every mode) with every field copied
-        into it through views, as above."""
-        copy = self.b.call(np.empty_like, [array], None, result_type)
+        into it through views, as above. `np.empty_like` keeps an F array's layout, as numba's
+        `np.copy` does; where the copy is typed C (`p.copy()`, `ravel` of a transpose) and `p`
+        is not, the copy is allocated C (`records_empty_like`)."""
+        if result_type.layout == "C" and array.type.layout != "C":
+            shape = self.b.getattr(array, "shape", TupleType((int64,) * array.type.ndim))
+            copy = self.b.call(records_empty_like, [array, shape], None, result_type)
+        else:
+            copy = self.b.call(np.empty_like, [array], None, result_type)
         self._copy_fields(copy, self._whole_index(array.type.ndim), array)
         return copy
 
