@@ -364,3 +364,35 @@ def test_entries_of_any_layout_in_every_mode(kernel, args):
 def test_a_strided_entry_written_after_appending_is_refused():
     assert_refused_in_both_modes(strided_view_written_after,
                                  "writing into an array after appending it to a list")
+
+
+@numba.njit
+def transposes_beside_views(A):
+    """A transpose (typed F) beside a reversed view: numba types the list's entries "A"."""
+    ys = []
+    ys.append(A[1::2, ::-1])
+    ys.append(A.T)
+    s = 0.0
+    for Y in ys:
+        s += np.sum(Y * Y) + Y[0, 0]
+    return s
+
+
+@numba.njit
+def only_transposes(A):
+    ys = []
+    ys.append(A.T)
+    ys.append(A.T * 2.0)
+    return np.sum(ys[0] * ys[1])
+
+
+def test_a_transpose_beside_other_layouts_in_every_mode():
+    A = np.arange(1.0, 10.0).reshape(3, 3) / 5
+    check_rule(transposes_beside_views, A, second_order=True)
+
+
+def test_a_list_of_transposes_only_is_refused_with_what_to_do():
+    A = np.arange(1.0, 10.0).reshape(3, 3) / 5
+    only_transposes(A)
+    with pytest.raises(UnsupportedError, match=r"typed Fortran-ordered, a\.T"):
+        moonlite.grad(only_transposes)(A)

@@ -170,11 +170,14 @@ class ArrayLists:
 
     def _check_entry_type(self, lst, value: Value) -> None:
         t = value.type
+        # (a list typed "A" takes entries of every layout, a.T too: they are copied into the
+        # buffer in C order, np.ravel, and read back as C views typed "A")
         if not (isinstance(t, ArrayType) and t.dtype == lst.element.dtype
-                and t.ndim == lst.element.ndim and t.layout in ("C", lst.element.layout)):
+                and t.ndim == lst.element.ndim
+                and (t.layout == "C" or lst.element.layout == "A")):
             self.unsupported(f"putting {t} in a list of {lst.element}",
-                             "append arrays of the list's dtype and dimension, C-contiguous "
-                             "or views (a copy: ys.append(x.copy()))")
+                             "append arrays of the list's dtype and dimension (a copy: "
+                             "ys.append(x.copy()))")
 
     def _room(self, flat, places, used, length, extra) -> tuple:
         """(`flat` with room for `extra` more numbers, where they go): its live numbers moved
