@@ -396,3 +396,35 @@ def test_a_list_of_transposes_only_is_refused_with_what_to_do():
     only_transposes(A)
     with pytest.raises(UnsupportedError, match=r"typed Fortran-ordered, a\.T"):
         moonlite.grad(only_transposes)(A)
+
+
+@numba.njit
+def copy_written_before_appending(x):
+    """A copy of an appended array is a new array: writing it before appending is fine."""
+    ys = []
+    y = np.sin(x)
+    ys.append(y[1:])
+    z = y.copy()
+    z[0] = 4.0 * x[0]
+    ys.append(z[:2])
+    return np.sum(ys[0] * ys[0]) + np.sum(ys[1] ** 3)
+
+
+def test_a_copy_written_before_appending_in_every_mode():
+    check_rule(copy_written_before_appending, X, second_order=True)
+
+
+@numba.njit
+def entries_joined(x):
+    """Entries gathered into a tuple for np.concatenate and np.hstack: read, not written."""
+    ys = []
+    for k in range(3):
+        ys.append(x[k::3])
+    z = np.concatenate((ys[0], ys[1], ys[2]))
+    w = np.hstack((ys[1], ys[0] * 2.0))
+    return np.sum(z * np.arange(z.size)) + np.sum(w * w)
+
+
+def test_entries_given_to_a_join_in_every_mode():
+    check_rule(entries_joined, np.array([0.3, -0.7, 1.1, 0.5, -0.2, 0.9, 1.3]),
+               second_order=True)

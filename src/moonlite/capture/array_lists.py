@@ -294,8 +294,8 @@ class ArrayLists:
         holding it): a return keeps nothing, an njit function is asked its IR."""
         if isinstance(op, ops.Return):
             return False
-        if position < 0:
-            return True
+        if position < 0:  # (a call making a new array of them: np.concatenate((ys[0], ys[1])))
+            return not isinstance(op, ops.Call) or bool(op.traits() & (Trait.WRITES | Trait.VIEW))
         if use_kind(op, position) != "write":
             return False
         if isinstance(op, ops.Call) and nb.is_njit_dispatcher(op.callee) and not op.kwnames \

@@ -7,7 +7,8 @@ what holds for whole families of callees.
 - `len`, `min`, `max`, `abs` and `sum` write nothing.
 - Array methods write nothing except `fill`, `sort`, `resize`, `put` and `itemset`; one with an
   array result may return a view of its receiver (`reshape`, `ravel`: at least for readers
-  asking whether writes through the result reach the receiver).
+  asking whether writes through the result reach the receiver), except `copy` and `flatten`,
+  which numba always makes new arrays.
 - Anything else (njit functions, unknown callees) may write: `WRITES`.
 
 No call is `PURE`: a dead call is kept (numpy raises for mismatched shapes).
@@ -25,6 +26,7 @@ from .operands import primitive
 from .registry import lookup_field
 
 WRITING_METHODS = frozenset({"fill", "sort", "resize", "put", "itemset"})
+COPYING_METHODS = frozenset({"copy", "flatten"})
 _READING_BUILTINS = (len, min, max, abs, sum)
 
 
@@ -47,7 +49,7 @@ def traits_of_call(op) -> Trait:
 def _method_traits(op: ops.MethodCall) -> Trait:
     if op.method in WRITING_METHODS:
         return WRITES
-    return VIEW if _array_result(op) else Trait.NONE
+    return VIEW if _array_result(op) and op.method not in COPYING_METHODS else Trait.NONE
 
 
 def _call_traits(op: ops.Call) -> Trait:
