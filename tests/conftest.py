@@ -24,27 +24,30 @@ if "NUMBA_OPT" not in os.environ:
 # The longest test files first: with one file per worker at a time (`--dist loadfile`), a long
 # file started last kept one core busy while the other idled (the suite's 2 cores were 89% used:
 # 47.7 min of CPU over 26.8 min on 2026-11-24). Test seconds per file on this 2-core machine
-# (2026-11-24); `--no-loadscope-reorder` (pyproject.toml) makes xdist keep this order instead
-# of ordering files by their number of tests. Files not listed follow in collection order.
+# (2026-12-06, the whole suite: 48.6 min of CPU over 26.3 min); `--no-loadscope-reorder`
+# (pyproject.toml) makes xdist keep this order instead of ordering files by their number of
+# tests. Files not listed follow in collection order.
 LONGEST_FILES = (
-    "tests/capture/test_array_list_methods.py",  # 430 s (2026-11-26, -n 0)
-    "tests/capture/test_constructs.py",  # 354 s
-    "tests/ad/test_reverse_rules.py",  # 282
-    "tests/rules/test_linalg.py",  # 255
-    "tests/capture/test_record_fields.py",  # 236
-    "tests/capture/test_lists.py",  # 202
-    "tests/ad/test_forward_numpy.py",  # 170
-    "tests/capture/test_array_lists.py",  # 170 (2026-11-26, -n 0)
-    "tests/rules/test_systematic_structural.py",  # 147
-    "tests/test_fail_closed.py",  # 136
-    "tests/rules/test_systematic_elementwise.py",  # 125
-    "tests/rules/test_systematic_binary.py",  # 124
-    "tests/rules/test_kron.py",  # 119
-    "tests/fuzz/test_fuzz_quick.py",  # 116
-    "tests/test_cache.py",  # 111
-    "tests/fuzz/test_fuzz_regressions.py",  # 110
-    "tests/fuzz/test_fuzz_wide.py",  # 109
-    "tests/ad/test_reverse_corpus.py",  # 102
+    "tests/ad/test_reverse_rules.py",  # 240 s
+    "tests/capture/test_lists.py",  # 204 s
+    "tests/capture/test_array_list_methods.py",  # 199 s
+    "tests/capture/test_array_lists.py",  # 157 s
+    "tests/ad/test_forward_numpy.py",  # 153 s
+    "tests/capture/test_record_copies.py",  # 152 s
+    "tests/capture/test_constructs.py",  # 144 s
+    "tests/capture/test_record_fields.py",  # 138 s
+    "tests/rules/test_linalg.py",  # 110 s
+    "tests/rules/test_systematic_structural.py",  # 83 s
+    "tests/capture/test_list_copies.py",  # 77 s
+    "tests/capture/test_list_helpers.py",  # 69 s
+    "tests/capture/test_list_orders.py",  # 69 s
+    "tests/fuzz/test_fuzz_wide.py",  # 66 s
+    "tests/fuzz/test_fuzz_regressions.py",  # 65 s
+    "tests/ad/test_reverse_inplace_restore.py",  # 62 s
+    "tests/test_cache.py",  # 59 s
+    "tests/test_fail_closed.py",  # 58 s
+    "tests/rules/test_flips_and_cumprod.py",  # 46 s
+    "tests/ad/test_reverse_corpus.py",  # 44 s
 )
 
 

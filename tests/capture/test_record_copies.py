@@ -239,9 +239,7 @@ def test_jacobians_of_structured_outputs_are_refused():
 # --- ravel and flatten of structured arrays (capture/record_fields.py: record_array_method) ---
 
 @numba.njit
-def ravel_then_written(g, s):
-    """numba's ravel of a C grid is a view: the write through it reaches g."""
-    flat = g.ravel()
+def _written_and_summed(flat, g, s):
     flat[0].x = flat[1].x * s
     t = 0.0
     for i in range(flat.shape[0]):
@@ -250,14 +248,15 @@ def ravel_then_written(g, s):
 
 
 @numba.njit
+def ravel_then_written(g, s):
+    """numba's ravel of a C grid is a view: the write through it reaches g."""
+    return _written_and_summed(g.ravel(), g, s)
+
+
+@numba.njit
 def flatten_then_written(g, s):
     """flatten copies: the write through it does not reach g."""
-    flat = g.flatten()
-    flat[0].x = flat[1].x * s
-    t = 0.0
-    for i in range(flat.shape[0]):
-        t += flat[i].x * np.sum(flat[i].pos) * s
-    return t + np.sum(g["x"] ** 2)
+    return _written_and_summed(g.flatten(), g, s)
 
 
 @numba.njit
