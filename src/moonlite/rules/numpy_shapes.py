@@ -48,6 +48,8 @@ for _name, _adjoint, _reads in [("copy", _copy_adjoint, reads_nothing),
                                 ("ravel", _reshape_adjoint, reads_first)]:
     register(Method(_name), jvp=linear_method(_name), adjoint=_adjoint, reads=_reads,
              keywords=())
+
+
 @nb.njit
 def c_layout(a):
     """`a` itself, typed C-contiguous: the tangent of an array typed C that reaches derived
@@ -70,6 +72,7 @@ register(c_layout, jvp=_c_layout_jvp, adjoint=no_adjoint, reads=reads_nothing, k
 
 
 def as_c_layout(b, tangent):
+    """`tangent` typed C-contiguous (`c_layout`), if it is an array typed otherwise."""
     t = tangent.type
     if not isinstance(t, ArrayType) or t.layout == "C":
         return tangent
