@@ -58,9 +58,22 @@ def check_jvp(f, *args, rtol: float = 1e-5, atol: float = 1e-7, seed: int = 0,
     _check_against(_flatten(dout, out), [e[0] for e in estimates], rtol, atol,
                    "derivative of the output")
     for i, a in enumerate(args):
-        if _kind(a) == "array" and not _same_contents(ours_args[i], a):
-            _check_against(np.ravel(ours_tangents[i]), [e[1][i] for e in estimates], rtol, atol,
-                           f"derivative of argument {i} (written by the function)")
+        if _written(ours_args[i], a):
+            _check_against(_flatten(ours_tangents[i], a), [e[1][i] for e in estimates], rtol,
+                           atol, f"derivative of argument {i} (written by the function)")
+
+
+def _written(after, before) -> bool:
+    """Whether the function changed argument `before` (a float array, or the float fields of
+    a structured array or record: int and bool fields carry no derivative), `after` being
+    what the call left of its copy."""
+    kind = _kind(before)
+    if kind == "array":
+        return not _same_contents(after, before)
+    if kind in ("record", "records"):
+        return not np.array_equal(_record_floats(after, before), _record_floats(before, before),
+                                  equal_nan=True)
+    return False
 
 
 def _random_tangent(a, rng):
@@ -187,8 +200,9 @@ def _central_difference(f, args, tangents, h):
     minus_args = tuple(_shift(a, t, -h) for a, t in zip(args, tangents))
     plus, minus = f(*plus_args), f(*minus_args)
     d_out = (_flatten(plus, plus) - _flatten(minus, minus)) / (2 * h)
-    d_args = [(np.ravel(p).astype(float) - np.ravel(m).astype(float)) / (2 * h)
-              if _kind(p) == "array" else None for p, m in zip(plus_args, minus_args)]
+    d_args = [(_flatten(p, p) - _flatten(m, m)) / (2 * h)
+              if _kind(p) in ("array", "record", "records") else None
+              for p, m in zip(plus_args, minus_args)]
     return d_out, d_args
 
 

@@ -10,7 +10,7 @@ import moonlite
 from moonlite.errors import ArgumentError, UnsupportedError
 from moonlite.rules import lookup_jvp
 from moonlite.rules.records import (field_adder, record_holder, records_adder,
-                                    records_empty_like, records_gathered_like,
+                                    record_places, records_empty_like, records_gathered_like,
                                     zero_record_like)
 from moonlite.testing import check_jvp, check_rule
 
@@ -258,3 +258,18 @@ def test_records_gathered_like_is_an_allocation():
     assert lookup_jvp(records_gathered_like) is not None
     assert lookup_jvp(records_empty_like) is not None
     check_rule(_gathered, p, np.array([1, 0]), 0.7)
+
+
+@numba.njit
+def _placed(p, s):
+    places = record_places(p, 2)  # ints: they move no derivative
+    return p[places[1] - 2].sigma * s + np.sum(places) * s
+
+
+def test_record_places_number_the_entries_in_c_order():
+    p = _species()
+    grid = np.zeros((2, 3), SPECIES)
+    np.testing.assert_array_equal(record_places(p, 4), 4 + np.arange(p.size))
+    np.testing.assert_array_equal(record_places(grid.T, 0), np.arange(6).reshape(3, 2))
+    assert lookup_jvp(record_places) is not None
+    check_rule(_placed, p, 0.7, second_order=True)

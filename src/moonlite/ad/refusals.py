@@ -131,8 +131,9 @@ def _entry_of_argument(value) -> bool:
 
 # What derived code does with a structured array or record being differentiated: read entries
 # and views of it (`p[i]`, `p[1:]`, `p.T`), its shape, and float fields of its entries; pass it
-# to njit functions (differentiated with the caller). Anything else (a copy, a write, a tuple
-# holding it, fancy indexing) has no rule: its tangent or shadow would be lost.
+# to njit functions (differentiated with the caller). Capture turns copies, writes, fancy
+# indexing and the numpy functions that move entries into those (`capture/record_fields.py`);
+# anything left has no rule: its tangent or shadow would be lost.
 _RECORD_ATTRIBUTES = ("shape", "size", "ndim", "T", "dtype")
 
 
@@ -142,8 +143,8 @@ def _record_refusal(op: Op, carries_derivative: Callable) -> Optional[tuple]:
         return None
     return (f"{describe(op)} given a structured array or record being differentiated",
             "read float fields of its entries (p[i]['a'], p[i].a) and compute with those; "
-            "copies, writes, fancy indexing and tuples of structured arrays are not "
-            "differentiated")
+            "copies, field writes, fancy indexing, np.roll, np.take, np.repeat, np.append, "
+            "np.delete, joins and stacks of structured arrays are differentiated")
 
 
 def _record_op_follows_derivatives(op: Op) -> bool:

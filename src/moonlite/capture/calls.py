@@ -98,6 +98,11 @@ class CallReads:
             joined = self.join_records(list(args[0].op.items), result_type)
             if joined is not None:
                 return joined
+        if not kws and is_record_array_type(result_type):
+            moved = self.move_records(fn, args, result_type) \
+                or self.at_least_records(fn, args[0], result_type) if args else None
+            if moved is not None:
+                return moved
         rewritten = rewrites.rewrite_call(self.b, fn, args, kws, result_type)
         if rewritten is not None:
             return rewritten
@@ -114,6 +119,12 @@ class CallReads:
         if method.name in ("copy", "ravel", "flatten") and not args and not kws \
                 and is_record_array_type(method.receiver.type):
             return self.record_array_method(method.name, method.receiver, self.type_of(target))
+        if method.name in ("repeat", "take") and not kws \
+                and is_record_array_type(method.receiver.type):
+            moved = self.move_records(getattr(np, method.name), [method.receiver] + args,
+                                      self.type_of(target))
+            if moved is not None:
+                return moved
         if rewrites.rewrite_method(self.b, method.name, method.receiver, args, kws):
             return self.b.const(None, none)
         as_call = rewrites.method_as_call(self.b, method.name, method.receiver, args, kws,

@@ -24,8 +24,10 @@ from ..ir.core import Value
 from ..ir.types import (ArrayType, BoolType, IntType, OpaqueType, TupleType, from_numba,
                         int64, is_record, none)
 from ..rules.jitclasses import field_store, fields_of, is_numba_instance_type
+from ..ir import ops
+from ..ir.typing import TypingFailure, call_result_type
 from ..rules.records import (array_field_of, field_setter, field_view_of, is_array_field,
-                             read_nested_record_through_view, records_empty_like,
+                             read_nested_record_through_view, record_places, records_empty_like,
                              records_gathered_like,
                              write_field_through_view)
 
@@ -175,6 +177,85 @@ class RecordFields:
             start = stop
         return joined
 
+    def move_records(self, fn, args: list, result_type) -> Optional[Value]:
+        """A numpy function that only moves entries (`MOVING_FUNCTIONS`: `np.roll(p, k)`,
+        `np.take(p, idx)`, `np.repeat`, `np.append`, `np.delete`, joins and stacks) of
+        structured arrays, each given or written in a tuple in the call: the function is called
+        on the places of the entries (`record_places`: p's entries numbered from 0, the next
+        array's after them), and the records are gathered from those places
+        (`gather_records`, float-array gathers every mode follows). numba makes a new
+        C-ordered array for each of these, as this does. None where that does not apply."""
+        if fn not in MOVING_FUNCTIONS or not is_record_array_type(result_type) \
+                or result_type.layout != "C":
+            return None
+        sources = []
+        stand_ins = [self._places_of(a, sources, result_type.dtype) for a in args]
+        if not sources or any(s is None for s in stand_ins):
+            return None
+        try:
+            places_type = call_result_type(fn, [s.type for s in stand_ins])
+        except TypingFailure:
+            return None
+        if not isinstance(places_type, ArrayType) or places_type.ndim != result_type.ndim:
+            return None
+        places = self.b.call(fn, stand_ins, None, places_type)
+        flat_type = ArrayType(result_type.dtype, 1, "C", False)
+        entries = [self.record_array_method("ravel", a, flat_type) if a.type.ndim != 1
+                   or a.type.layout != "C" else a for a in sources]
+        source = entries[0] if len(entries) == 1 else self.join_records(entries, flat_type)
+        flat_places = self.b.call(np.ravel, [places], None, ArrayType(int64, 1, "C"))
+        gathered = self.gather_records(source, flat_places, flat_type)
+        if gathered is None or source is None:
+            return None
+        if result_type.ndim == 1:
+            return gathered
+        shape = self.b.getattr(places, "shape", TupleType((int64,) * result_type.ndim))
+        return self.b.call(np.reshape, [gathered, shape], None, result_type)
+
+    def _places_of(self, value: Value, sources: list, dtype) -> Optional[Value]:
+        """`value` with each structured array in it (itself, or an item of a tuple written in
+        the call) replaced by the places of its entries (appended to `sources`); None where a
+        structured array or record of another dtype, or one hidden in a tuple variable, would
+        be left."""
+        t = value.type
+        if is_record_array_type(t):
+            if t.dtype != dtype:
+                return None
+            first = self.b.const(0, int64)
+            for earlier in sources:
+                first = self.b.add(first, self.b.getattr(earlier, "size", int64))
+            sources.append(value)
+            return self.b.call(record_places, [value, first], None,
+                               ArrayType(int64, t.ndim, "C"))
+        if isinstance(t, TupleType):
+            built = getattr(value, "op", None)
+            if not isinstance(built, ops.BuildTuple):
+                return value if not _holds_records(t) else None
+            items = [self._places_of(item, sources, dtype) for item in built.items]
+            return None if any(i is None for i in items) else self.b.build_tuple(items)
+        return None if is_record(t) else value
+
+    def at_least_records(self, fn, array: Value, result_type) -> Optional[Value]:
+        """`np.atleast_1d/2d/3d(p)` of a C-ordered structured array: numba's result is a view
+        of `p` (a write through it changes `p`), here `np.reshape(p, shape)`, a view every
+        mode follows, or `p` itself where it has the dimensions already."""
+        if fn not in AT_LEAST or not is_record_array_type(array.type) \
+                or not is_record_array_type(result_type) or array.type.layout != "C":
+            return None
+        ndim = array.type.ndim
+        if result_type.ndim == ndim:
+            return array
+        shape = self.b.getattr(array, "shape", TupleType((int64,) * ndim))
+        sizes = [self.b.tuple_getitem(shape, k) for k in range(ndim)]
+        one = self.b.const(1, int64)
+        if ndim == 0:
+            sizes = [one] * result_type.ndim
+        elif ndim == 1:  # (n) -> (1, n) or (1, n, 1), as numpy
+            sizes = [one] + sizes + [one] * (result_type.ndim - 2)
+        else:  # (m, n) -> (m, n, 1)
+            sizes = sizes + [one]
+        return self.b.call(np.reshape, [array, self.b.build_tuple(sizes)], None, result_type)
+
     def _whole_index(self, ndim: int) -> Value:
         return self.b.build_tuple([self.b.build_slice(*(self.b.const(None, none)
                                                         for _ in range(3)))
@@ -258,6 +339,20 @@ class RecordFields:
         value = self._coerce(value, from_numba(record_type.typeof(name)))
         if not write_field_through_view(self.b, record, name, value):
             self.b.call(field_setter(name), [record, value], type=none)
+
+
+# numpy functions making a new array of entries moved from their structured-array arguments
+# (numba allocates the result for each, C-ordered)
+MOVING_FUNCTIONS = frozenset([np.roll, np.take, np.repeat, np.append, np.delete,
+                              np.concatenate, np.hstack, np.vstack, np.stack, np.column_stack,
+                              np.dstack])
+AT_LEAST = frozenset([np.atleast_1d, np.atleast_2d, np.atleast_3d])
+
+
+def _holds_records(t) -> bool:
+    if isinstance(t, TupleType):
+        return any(_holds_records(e) for e in t.elements)
+    return is_record(t) or is_record_array_type(t)
 
 
 def is_record_array_type(t) -> bool:

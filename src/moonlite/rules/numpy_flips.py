@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import _numba as nb
 from ..ir.traits import AXES_VIEW, VIEW
-from ..ir.types import BoolType, IntType, int64, is_record_array
+from ..ir.types import ArrayType, BoolType, IntType, int64, is_record_array
 from .cases import NumpyRuleCase, array_case, uniform
 from .define import Method, RuleNotApplicable, positional_only
 from .operands import checked_positional, reads_first, reads_nothing, reads_options
@@ -85,7 +85,10 @@ for _fn in _FLIPS:
 # --- np.roll: a cyclic shift of the flattened array --------------------------------------------
 
 def _check_roll(a, shift) -> None:
-    if not is_float_array(a.type):
+    # an int or bool array moves no derivative (capture rolls the places of a structured
+    # array's entries: record_fields.move_records)
+    if not (is_float_array(a.type) or isinstance(a.type, ArrayType)
+            and isinstance(a.type.dtype, (IntType, BoolType))):
         raise RuleNotApplicable("np.roll is differentiated for a float array (np.roll of a "
                                 "number is a 0-d array: roll an array)")
     if not (isinstance(shift.type, BoolType)

@@ -98,6 +98,19 @@ defzero(records_empty_like)
 register(records_empty_like, adjoint=no_adjoint, keywords=(), traits=ALLOCATES)
 
 
+@nb.njit(cache=True)
+def record_places(p, first):
+    """The places `first, first + 1, ...` of `p`'s entries, shaped like `p` (int64, C order):
+    capture calls a numpy function that only moves entries (`np.roll`, `np.take`, ...) on
+    these in place of a structured array, then gathers the records from the places it returns
+    (`capture/record_fields.py: move_records`). Ints: no tangent, no adjoint."""
+    return np.arange(first, first + p.size).reshape(p.shape)
+
+
+defzero(record_places)
+register(record_places, adjoint=no_adjoint, keywords=(), traits=ALLOCATES)
+
+
 def holder_type(record_type) -> ArrayType:
     """The type of `record_holder(r)` for a record of moonlite type `record_type`."""
     return ArrayType(record_type, 1, "C")
