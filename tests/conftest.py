@@ -37,6 +37,7 @@ LONGEST_FILES = (
     "tests/capture/test_constructs.py",  # 144 s
     "tests/capture/test_record_fields.py",  # 138 s
     "tests/rules/test_linalg.py",  # 110 s
+    "tests/capture/test_record_moves.py",  # 90 s (one process, 2026-12-06: a new file)
     "tests/rules/test_systematic_structural.py",  # 83 s
     "tests/capture/test_list_copies.py",  # 77 s
     "tests/capture/test_list_helpers.py",  # 69 s

@@ -1,0 +1,58 @@
+"""The rule checker itself (`moonlite.testing`): what it compares, and that it catches a wrong
+derivative of what a kernel writes into its arguments."""
+
+import numba
+import numpy as np
+import pytest
+
+import moonlite.testing as testing
+from moonlite.testing import check_jvp
+
+CELL = np.dtype([("u", "f8"), ("flux", "f8", (2,)), ("id", "i8")])
+
+
+def _cells(n=4):
+    p = np.zeros(n, CELL)
+    p["u"] = np.linspace(0.2, 1.1, n)
+    p["flux"] = np.linspace(-1.0, 1.0, 2 * n).reshape(n, 2)
+    p["id"] = np.arange(n)
+    return p
+
+
+@numba.njit
+def relaxed_in_place(p, rate):
+    """Writes the float fields of its structured argument (and an int field, no derivative)."""
+    for i in range(p.shape[0]):
+        p[i]["u"] = p[i]["u"] * (1.0 - rate) + rate * np.sin(p[i]["flux"][0])
+        p[i]["flux"][1] = p[i]["flux"][1] * p[i]["u"]
+        p[i]["id"] += 1
+    return np.sum(p["u"])
+
+
+def test_the_tangent_of_a_written_structured_argument_is_checked():
+    check_jvp(relaxed_in_place, _cells(), 0.3)
+
+
+def test_a_wrong_tangent_of_a_written_structured_argument_is_caught(monkeypatch):
+    """The jvp's output is right, but the tangent it leaves in the written argument is not:
+    the checker compares that too, against finite differences of the argument's fields."""
+    right = testing.jvp
+
+    def leaves_the_tangent_unwritten(f, args, tangents):
+        out = right(f, args, testing._copy(tangents))
+        return out
+
+    monkeypatch.setattr(testing, "jvp", leaves_the_tangent_unwritten)
+    with pytest.raises(AssertionError, match="argument 0 \\(written by the function\\)"):
+        check_jvp(relaxed_in_place, _cells(), 0.3)
+
+
+@numba.njit
+def only_ints_written(p, rate):
+    for i in range(p.shape[0]):
+        p[i]["id"] = 2 * p[i]["id"]
+    return rate * np.sum(p["u"])
+
+
+def test_a_structured_argument_whose_int_fields_alone_are_written_has_no_written_tangent():
+    check_jvp(only_ints_written, _cells(), 0.3)
