@@ -27,6 +27,7 @@ from ..rules.jitclasses import field_store, fields_of, is_numba_instance_type
 from ..ir import ops
 from ..ir.typing import TypingFailure, call_result_type
 from ..rules.records import (array_field_of, field_setter, field_view_of, is_array_field,
+                             one_entry_view,
                              read_nested_record_through_view, record_places, records_empty_like,
                              records_gathered_like,
                              write_field_through_view)
@@ -179,15 +180,18 @@ class RecordFields:
 
     def move_records(self, fn, args: list, result_type) -> Optional[Value]:
         """A numpy function that only moves entries (`MOVING_FUNCTIONS`: `np.roll(p, k)`,
-        `np.take(p, idx)`, `np.repeat`, `np.append`, `np.delete`, joins and stacks) of
-        structured arrays, each given or written in a tuple in the call: the function is called
-        on the places of the entries (`record_places`: p's entries numbered from 0, the next
-        array's after them), and the records are gathered from those places
+        `np.take(p, idx)`, `np.repeat`, `np.append`, `np.delete`, joins and stacks,
+        `np.full_like(p, r)`) of structured arrays and records of their dtype, each given or
+        written in a tuple in the call: the function is called on the places of the entries
+        (`record_places`: p's entries numbered from 0, the next array's after them, a record's
+        place a number), and the records are gathered from those places
         (`gather_records`, float-array gathers every mode follows). numba makes a new
         C-ordered array for each of these, as this does. None where that does not apply."""
         if fn not in MOVING_FUNCTIONS or not is_record_array_type(result_type) \
                 or result_type.layout != "C":
             return None
+        if fn is np.full_like and (len(args) != 2 or not is_record(args[1].type)):
+            return None  # (a fill value other than a record of the dtype: numba's to refuse)
         sources = []
         stand_ins = [self._places_of(a, sources, result_type.dtype) for a in args]
         if not sources or any(s is None for s in stand_ins):
@@ -214,16 +218,20 @@ class RecordFields:
 
     def _places_of(self, value: Value, sources: list, dtype) -> Optional[Value]:
         """`value` with each structured array in it (itself, or an item of a tuple written in
-        the call) replaced by the places of its entries (appended to `sources`); None where a
+        the call) replaced by the places of its entries, and a record by its place (the
+        arrays, and a one-entry view of the record, appended to `sources`); None where a
         structured array or record of another dtype, or one hidden in a tuple variable, would
         be left."""
         t = value.type
-        if is_record_array_type(t):
-            if t.dtype != dtype:
+        if is_record_array_type(t) or is_record(t):
+            if (t.dtype if is_record_array_type(t) else t) != dtype:
                 return None
             first = self.b.const(0, int64)
             for earlier in sources:
                 first = self.b.add(first, self.b.getattr(earlier, "size", int64))
+            if is_record(t):  # a record: one entry (a view of it), its place a number
+                sources.append(one_entry_view(self.b, value))
+                return first
             sources.append(value)
             return self.b.call(record_places, [value, first], None,
                                ArrayType(int64, t.ndim, "C"))
@@ -233,7 +241,7 @@ class RecordFields:
                 return value if not _holds_records(t) else None
             items = [self._places_of(item, sources, dtype) for item in built.items]
             return None if any(i is None for i in items) else self.b.build_tuple(items)
-        return None if is_record(t) else value
+        return value
 
     def at_least_records(self, fn, array: Value, result_type) -> Optional[Value]:
         """`np.atleast_1d/2d/3d(p)` of a C-ordered structured array: numba's result is a view
@@ -345,7 +353,7 @@ class RecordFields:
 # (numba allocates the result for each, C-ordered)
 MOVING_FUNCTIONS = frozenset([np.roll, np.take, np.repeat, np.append, np.delete,
                               np.concatenate, np.hstack, np.vstack, np.stack, np.column_stack,
-                              np.dstack])
+                              np.dstack, np.full_like])
 AT_LEAST = frozenset([np.atleast_1d, np.atleast_2d, np.atleast_3d])
 
 
