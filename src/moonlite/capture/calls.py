@@ -98,9 +98,10 @@ class CallReads:
             joined = self.join_records(list(args[0].op.items), result_type)
             if joined is not None:
                 return joined
-        if not kws and is_record_array_type(result_type):
-            moved = self.move_records(fn, args, result_type) \
-                or self.at_least_records(fn, args[0], result_type) if args else None
+        if args and not kws and is_record_array_type(result_type):
+            moved = self.move_records(fn, args, result_type)
+            if moved is None:
+                moved = self.at_least_records(fn, args[0], result_type)
             if moved is not None:
                 return moved
         rewritten = rewrites.rewrite_call(self.b, fn, args, kws, result_type)

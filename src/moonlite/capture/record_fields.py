@@ -20,12 +20,12 @@ import numpy as np
 
 from .. import _numba as nb
 from . import rewrites
+from ..ir import ops
 from ..ir.core import Value
 from ..ir.types import (ArrayType, BoolType, IntType, OpaqueType, TupleType, from_numba,
                         int64, is_record, none)
-from ..rules.jitclasses import field_store, fields_of, is_numba_instance_type
-from ..ir import ops
 from ..ir.typing import TypingFailure, call_result_type
+from ..rules.jitclasses import field_store, fields_of, is_numba_instance_type
 from ..rules.records import (array_field_of, field_setter, field_view_of, is_array_field,
                              one_entry_view,
                              read_nested_record_through_view, record_places, records_empty_like,
@@ -207,9 +207,11 @@ class RecordFields:
         entries = [self.record_array_method("ravel", a, flat_type) if a.type.ndim != 1
                    or a.type.layout != "C" else a for a in sources]
         source = entries[0] if len(entries) == 1 else self.join_records(entries, flat_type)
+        if source is None:
+            return None
         flat_places = self.b.call(np.ravel, [places], None, ArrayType(int64, 1, "C"))
         gathered = self.gather_records(source, flat_places, flat_type)
-        if gathered is None or source is None:
+        if gathered is None:
             return None
         if result_type.ndim == 1:
             return gathered
