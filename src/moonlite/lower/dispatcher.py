@@ -16,8 +16,11 @@ import warnings
 import weakref
 
 from .. import _numba as nb
+from ..debug import debug_enabled
 from ..errors import ArgumentError, LoweringError
 from ..ir.core import Function
+from ..ir.printer import format_op
+from ..ir.types import ArrayType
 from ..timing import phase
 from .array_exprs import derived_lowering, install as install_array_exprs
 from .emit import NumbaEmitter
@@ -51,7 +54,12 @@ class EmitMoonliteIR(nb.FunctionPass):
         with phase("AD passes"):  # a derived dispatcher's IR is built here (capture included)
             fn = derive(tuple(state.args)) if derive is not None else stub.__moonlite_ir__
         with phase("emit numba IR"):
-            state.func_ir = NumbaEmitter(fn, state.func_id).emit()
+            emitter = NumbaEmitter(fn, state.func_id)
+            state.func_ir = emitter.emit()
+        if debug_enabled():  # for the check after typing (`_check_array_types`)
+            state.moonlite_arrays = {var.name: value for value, var in emitter.vars.items()
+                                     if isinstance(value.type, ArrayType)}
+            state.moonlite_arg_types = tuple(a.type for a in fn.args)
         return True
 
 
@@ -76,7 +84,34 @@ class DerivedTyping(nb.typed_passes.NopythonTypeInference):
 
     def run_pass(self, state):
         with derived_typing():
-            return super().run_pass(state)
+            changed = super().run_pass(state)
+        if getattr(state, "moonlite_arrays", None) is not None:
+            _check_array_types(state)
+        return changed
+
+
+def _check_array_types(state) -> None:
+    """Debug mode: numba's types of the arrays in emitted code against moonlite's. Code moonlite
+    built for a C-ordered array (a tape of them, a reshape, a flat loop) reads a Fortran-ordered
+    one given that type as the wrong numbers: a.copy() lowered once as numba's np.copy, which
+    keeps the order, gave wrong gradients. Debug mode only for now: the whole suite is not yet
+    free of mismatches (docs/limitations.md, "Lowering")."""
+    ir_args = state.moonlite_arg_types
+    if len(ir_args) != len(state.args) \
+            or any(t.to_numba() != nb.types.unliteral(a) for t, a in zip(ir_args, state.args)):
+        return  # (IR retyped for other arguments, as any njit function: its values differ too)
+    for name, value in state.moonlite_arrays.items():
+        expected = value.type
+        got = state.typemap.get(name)
+        if got is None:
+            continue  # (a value numba dropped: never read)
+        if not isinstance(got, nb.types.Array) or got.ndim != expected.ndim \
+                or got.dtype != expected.dtype.to_numba() \
+                or (expected.layout != "A" and got.layout != expected.layout):
+            op = getattr(value, "op", None)
+            made = f" by `{format_op(op)}`" if op is not None else " (an argument)"
+            raise LoweringError(f"moonlite internal error in {state.func_id.func_qualname}: "
+                                f"numba types {name} as {got}, moonlite as {expected}{made}")
 
 
 class LoweringPipeline(nb.CompilerBase):
