@@ -1,8 +1,8 @@
 """numpy functions that move the entries of structured arrays (`capture/record_fields.py`:
 `move_records`, `at_least_records`): `np.roll`, `np.take`, `np.repeat`, `np.append`,
-`np.delete`, `np.full_like(p, r)`, joins and stacks make a new array (gathered from the places the function gives
-the entries), `np.atleast_1d/2d/3d` a view. Every mode against finite differences (the rule
-checker), and what numba itself computes for the primal."""
+`np.delete`, `np.full_like(p, r)`, joins and stacks make a new array (gathered from the places
+the function gives the entries), `np.atleast_1d/2d/3d` a view. Every mode against finite
+differences (the rule checker), and what numba itself computes for the primal."""
 
 import numba
 import numpy as np

@@ -10,7 +10,8 @@ import pytest
 
 import moonlite
 from moonlite.errors import LoweringError
-from moonlite.lower import DerivedDispatcher
+from moonlite.ir import ops
+from moonlite.lower import DerivedDispatcher, dispatcher, emit
 
 
 @numba.njit
@@ -72,9 +73,6 @@ def test_numba_typing_an_array_otherwise_than_moonlite_is_an_internal_error(monk
     (C-ordered code given a Fortran-ordered array): in debug mode the dispatcher refuses it.
     Made here by lowering a.copy() as numba's np.copy, which keeps a.T Fortran-ordered (a bug
     found so)."""
-    from moonlite.ir import ops
-    from moonlite.lower import emit
-
     def copy_as_np_copy(emitter, op, loc):
         if op.method != "copy":
             return emit.NumbaEmitter.on_method_call(emitter, op, loc)
@@ -82,8 +80,8 @@ def test_numba_typing_an_array_otherwise_than_moonlite_is_an_internal_error(monk
 
     monkeypatch.setitem(emit._HANDLERS, ops.MethodCall, copy_as_np_copy)
     a = np.arange(6.0).reshape(2, 3)
-    with moonlite.debug_mode(), pytest.raises(LoweringError, match=r"numba types \S+ as array\(float64, 2d, F\), "
-                                            r"moonlite as array\(float64, 2d, C\)"):
+    expected = r"numba types \S+ as array\(float64, 2d, F\), moonlite as array\(float64, 2d, C\)"
+    with moonlite.debug_mode(), pytest.raises(LoweringError, match=expected):
         moonlite.jvp(_transposed_copy, (a,), (np.ones_like(a),))
 
 
@@ -100,7 +98,6 @@ def _pinv_squares(a):
 def test_the_type_check_finds_no_mismatch_in_pinvs_second_order(monkeypatch):
     # the type check alone (debug mode's other checks capture a shape comparison of tuples
     # in pinv's second order, which moonlite refuses: a separate gap)
-    from moonlite.lower import dispatcher
     monkeypatch.setattr(dispatcher, "debug_enabled", lambda: True)
     a = np.random.default_rng(3).standard_normal((4, 3))
     moonlite.hvp(_pinv_squares, (a,), (np.ones_like(a),))

@@ -27,10 +27,8 @@ from ..ir.types import (ArrayType, BoolType, IntType, OpaqueType, TupleType, fro
 from ..ir.typing import TypingFailure, call_result_type
 from ..rules.jitclasses import field_store, fields_of, is_numba_instance_type
 from ..rules.records import (array_field_of, field_setter, field_view_of, is_array_field,
-                             one_entry_view,
-                             read_nested_record_through_view, record_places, records_empty_like,
-                             records_gathered_like,
-                             write_field_through_view)
+                             one_entry_view, read_nested_record_through_view, record_places,
+                             records_empty_like, records_gathered_like, write_field_through_view)
 
 nbt = nb.types
 
