@@ -479,3 +479,73 @@ def test_jvp_and_vjp_of_a_tuple_holding_an_instance():
     _, pullback = moonlite.vjp(step_and_energy, s, 1.7, 0.1)
     _, dk, _ = pullback((Trajectory(np.zeros(2), np.zeros(2), 0.0, 0), 1.0))
     assert dk == pytest.approx(fd, rel=1e-6)
+
+
+# --- inside njit code: jvp gives instances, vjp is refused by name ----------------------------
+
+@numba.njit
+def _pendulum_run_jvp_in_njit(x0, k, dx0, dk):
+    return moonlite.jvp(pendulum_run, (x0, k, 5), (dx0, dk, None))
+
+
+def test_jvp_inside_njit_code_gives_instances():
+    x0, dx0 = np.array([0.3, -0.8]), np.array([0.2, 0.5])
+    out, tangent = _pendulum_run_jvp_in_njit(x0, 1.7, dx0, 1.0)
+    assert type(out) is type(tangent) is type(_trajectory())
+    assert out.steps == 5 and out.label == "pendulum" and tangent.label == "pendulum"
+    assert tangent.steps == 0 and tangent.t == 0.0
+    np.testing.assert_array_equal(out.x, pendulum_run(x0, 1.7, 5).x)
+
+    def moved(h):
+        return pendulum_run(x0 + h * dx0, 1.7 + h, 5)
+
+    for name in ("x", "v"):
+        fd = (getattr(moved(H), name) - getattr(moved(-H), name)) / (2 * H)
+        np.testing.assert_allclose(getattr(tangent, name), fd, rtol=1e-6, atol=1e-10)
+
+
+@numba.njit
+def _step_and_energy_jvp_in_njit(s, k, dk):
+    return moonlite.jvp(step_and_energy, (s, k, 0.1), (None, dk, 0.0))
+
+
+def test_jvp_inside_njit_code_of_a_tuple_holding_an_instance():
+    s = _trajectory()
+    (state, energy), (dstate, denergy) = _step_and_energy_jvp_in_njit(s, 1.7, 1.0)
+    assert energy == step_and_energy(s, 1.7, 0.1)[1] and type(dstate) is type(s)
+    fd = (step_and_energy(s, 1.7 + H, 0.1)[1] - step_and_energy(s, 1.7 - H, 0.1)[1]) / (2 * H)
+    assert denergy == pytest.approx(fd, rel=1e-6)
+    fd_v = (step_and_energy(s, 1.7 + H, 0.1)[0].v - step_and_energy(s, 1.7 - H, 0.1)[0].v) / (2 * H)
+    np.testing.assert_allclose(dstate.v, fd_v, rtol=1e-6)
+
+
+@numba.njit
+def smoother_after(level, rate, weights):
+    """A structref built and returned by the kernel."""
+    return Smoother(level * rate, rate, weights * level, 3)
+
+
+@numba.njit
+def _smoother_jvp_in_njit(level, rate, weights, dlevel):
+    out, tangent = moonlite.jvp(smoother_after, (level, rate, weights),
+                                (dlevel, 0.0, np.zeros_like(weights)))
+    return tangent.level, tangent.weights, tangent.steps
+
+
+def test_jvp_inside_njit_code_of_a_kernel_returning_a_structref():
+    weights = np.array([0.5, 1.5])
+    dlevel, dweights, steps = _smoother_jvp_in_njit(2.0, 0.3, weights, 1.0)
+    up, down = (_smoother_fields(smoother_after(2.0 + h, 0.3, weights)) for h in (H, -H))
+    assert dlevel == pytest.approx((up[0] - down[0]) / (2 * H), rel=1e-6) and steps == 0
+    np.testing.assert_allclose(dweights, (up[2] - down[2]) / (2 * H), rtol=1e-6)
+
+
+@numba.njit
+def _pendulum_run_vjp_in_njit(x0, k):
+    return moonlite.vjp(pendulum_run, x0, k, 5)[0].x
+
+
+def test_vjp_inside_njit_code_of_a_kernel_returning_an_instance_is_refused():
+    with pytest.raises(UnsupportedError, match="vjp inside njit code of a function returning "
+                                               "a jitclass or structref instance"):
+        _pendulum_run_vjp_in_njit(np.array([0.3, -0.8]), 1.7)

@@ -12,9 +12,9 @@ wrote is a local variable by then, `ad/instance_fields.py`). The API then builds
 derivative, ints, bools and their arrays, zero in the tangent; strings the output's), and
 `vjp`'s pullback takes an instance of the class as the cotangent (its float fields, and float
 arrays, are the tuple's cotangents). A plain tuple holding instances (`return state, loss`)
-is read out the same way, its instances' fields in place of each, and made again. From Python
-only: inside njit code such kernels stay refused (numba types the call before moonlite could
-rewrite it).
+is read out the same way, its instances' fields in place of each, and made again. Inside njit
+code `jvp` does the same through compiled functions generated per output type
+(`njit_rebuilders`); `vjp` there is refused, as for any tuple output.
 """
 
 from __future__ import annotations
@@ -38,9 +38,17 @@ def returned_instance_type(f, primals) -> Optional[object]:
     error stands)."""
     try:
         signature = tuple(f.typeof_pyval(p) for p in primals)
-        f.compile(signature)
-        out = f.overloads[signature].signature.return_type
     except Exception:  # numba's own error is the one to show: the caller re-raises its own
+        return None
+    return returned_instance_type_at(f, signature)
+
+
+def returned_instance_type_at(f, argtypes: tuple) -> Optional[object]:
+    """`returned_instance_type` for numba argument types (`jvp` inside njit code)."""
+    try:
+        f.compile(argtypes)
+        out = f.overloads[argtypes].signature.return_type
+    except Exception:
         return None
     instances = [t for t, _ in _entries(out) if t is not None]
     return out if instances and all(map(flattenable, instances)) else None
@@ -143,6 +151,58 @@ def _instance_fields(instance_type, dout, where: str) -> list:
                             f"instance: its cotangent must be an instance of the same class "
                             f"(its float fields hold the cotangent), got {type(dout).__name__}")
     return python_fields(dout, instance_type)
+
+
+def njit_rebuilders(out_type, flat_types):
+    """`(output(values), tangent(values, tangents))`: njit functions making the output and
+    its tangent, as `_rebuilt` does, from what the jvp of the output-flat form gives inside
+    njit code (`flat_types`: its numba types, the values' and the tangents')."""
+    value_types, tangent_types = flat_types
+    if isinstance(tangent_types, nb.types.NoneType):  # (no tangent reaches the output)
+        tangent_types = (tangent_types,) * len(value_types)
+    scope = {"np": np, "__name__": __name__}
+    outputs, tangents, k = [], [], 0
+    for t, n in _entries(out_type):
+        if t is None:
+            outputs.append(f"values[{k}]")
+            tangents.append(f"tangents[{k}]")
+        else:
+            scope[f"make{k}"] = maker_for(t).make
+            outputs.append(f"make{k}(({''.join(f'values[{k + i}], ' for i in range(n))}))")
+            fields = (_tangent_source(f"values[{k + i}]", value_types[k + i],
+                                      f"tangents[{k + i}]", tangent_types[k + i])
+                      for i in range(n))
+            tangents.append(f"make{k}(({''.join(f'{field}, ' for field in fields)}))")
+        k += n
+    if is_numba_instance_type(out_type):
+        output, tangent = outputs[0], tangents[0]
+    else:
+        output, tangent = (f"({''.join(f'{e}, ' for e in parts)})"
+                           for parts in (outputs, tangents))
+    source = (f"def output(values):\n    return {output}\n"
+              f"def tangent(values, tangents):\n    return {tangent}\n")
+    exec(compile(source, f"<moonlite: {out_type} made from its fields>", "exec"), scope)
+    return nb.njit(scope["output"]), nb.njit(scope["tangent"])
+
+
+def _tangent_source(value: str, value_type, tangent: str, tangent_type) -> str:
+    """Source of a field of the tangent instance inside njit code (`_tangent_field`)."""
+    none = isinstance(tangent_type, nb.types.NoneType)
+    if isinstance(value_type, nb.types.BaseTuple):
+        entries = (_tangent_source(f"{value}[{i}]", t, tangent if none else f"{tangent}[{i}]",
+                                   tangent_type if none else tangent_type[i])
+                   for i, t in enumerate(value_type))
+        return f"({''.join(f'{e}, ' for e in entries)})"
+    if isinstance(value_type, nb.types.Array):
+        floats = isinstance(value_type.dtype, nb.types.Float)
+        return tangent if floats and not none else f"np.zeros_like({value})"
+    if isinstance(value_type, nb.types.Boolean):
+        return "False"
+    if isinstance(value_type, nb.types.Integer):
+        return "0"
+    if isinstance(value_type, nb.types.Float):
+        return "0.0" if none else tangent
+    return value  # (a string: the output's own)
 
 
 def _tangent_field(value, tangent):

@@ -5,7 +5,9 @@ function. `jvp(f, primals, tangents)` and `hvp(...)` are Python functions taking
 code numba types a call of them through the overloads below, where `f` is an njit function known
 at compile time (`types.Dispatcher`): they call the same compiled `jvp_f(primals, tangents)` /
 `hvp_f` the Python functions call (`api_calls.py`, `api_higher.py`), their argument checks
-compiled in.
+compiled in. For a kernel returning a jitclass or structref instance (or a tuple holding
+one), `jvp` calls the jvp of its output-flat form and makes the instances
+(`api_instance_outputs.py`).
 
 Inside njit code numba calls a dispatcher's `njit_variant` (`api_drivers.py`), which reruns a
 derivative holding a nan with zero-guarded products itself (`ad/nan_retry.py`).
@@ -16,6 +18,7 @@ from __future__ import annotations
 from . import _numba as nb
 from .api_calls import _jvp_dispatcher, jvp
 from .api_higher import _plain_hvp_dispatcher, hvp
+from .api_instance_outputs import fields_kernel, njit_rebuilders, returned_instance_type_at
 
 types = nb.types
 
@@ -41,5 +44,28 @@ def _overload_calling(api, dispatcher_of) -> None:
         return impl
 
 
-_overload_calling(jvp, _jvp_dispatcher)
+@nb.overload(jvp)
+def _jvp_in_njit(f, primals, tangents):
+    kernel = _njit_function(f, "jvp")
+    returned = returned_instance_type_at(kernel, tuple(primals)) \
+        if isinstance(primals, types.BaseTuple) else None
+    if returned is None:
+        disp = _jvp_dispatcher(kernel)
+
+        def impl(f, primals, tangents):
+            return disp(primals, tangents)
+        return impl
+    # a kernel returning an instance (or a tuple holding one): the jvp of its output-flat
+    # form, then the instances made (api_instance_outputs.py)
+    disp = _jvp_dispatcher(fields_kernel(kernel, returned))
+    disp.compile((primals, tangents))
+    flat_types = disp.overloads[(primals, tangents)].signature.return_type
+    output, tangent = njit_rebuilders(returned, tuple(flat_types))
+
+    def instances(f, primals, tangents):
+        values, dvalues = disp(primals, tangents)
+        return output(values), tangent(values, dvalues)
+    return instances
+
+
 _overload_calling(hvp, _plain_hvp_dispatcher)

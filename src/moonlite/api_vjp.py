@@ -29,7 +29,8 @@ from .ad.guards import (any_shared_memory, check_aliasing, deferred_interrupts, 
                         copy_back, private_copies)
 from .ad.nan_retry import has_nan, note_nan_array, note_nan_float
 from .api import _check_arguments, _check_njit, compile_lock, instance_type_of
-from .api_instance_outputs import instance_output_vjp, returned_instance_type
+from .api_instance_outputs import (instance_output_vjp, returned_instance_type,
+                                   returned_instance_type_at)
 from .api_instances import flat_kernel, flattenable, python_flat_values, python_instances
 from .api_njit import _njit_function
 from .api_reverse import (_as_cotangent, _check_cotangent, _split_rule, _strong_zeros_gradients,
@@ -468,6 +469,12 @@ def _vjp_ir(f, argtypes: tuple):
                                function=f.py_func.__qualname__, argtypes=argtypes,
                                hint="call vjp from Python, or use moonlite.grad(f, argnums=...) "
                                     "inside njit code (it returns an instance of gradients)")
+    if returned_instance_type_at(f, argtypes) is not None:
+        raise UnsupportedError("vjp inside njit code of a function returning a jitclass or "
+                               "structref instance",
+                               function=f.py_func.__qualname__, argtypes=argtypes,
+                               hint="call vjp from Python (its pullback takes an instance of "
+                                    "the class), or jvp inside njit code (it gives instances)")
     if any(map(_holds_record, argtypes)):
         raise UnsupportedError("vjp inside njit code of a record argument: the pullback would "
                                "keep a pointer to the caller's record, and numba cannot store "
