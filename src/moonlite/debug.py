@@ -10,8 +10,6 @@ environment variable `MOONLITE_DEBUG=1` (read at import). In debug mode:
   `ValueError` with the source line and the IR around the call, before any wrong number spreads.
   (Tangents from users' JVP rules are checked in every mode, and reverse mode always checks the
   shapes of the adjoints it adds into arrays.)
-- numba's types of the arrays in emitted code are compared with the IR's
-  (`lower/dispatcher.py: _check_array_types`): a mismatch is an internal `LoweringError`;
 - the primal output of a user's rule (`out` of a custom JVP or of the forward half of a custom
   VJP) is compared, at run time, with what the function itself returns (its shape and its
   values, to 1e-8 relative): a rule computing something else raises `ValueError`.

@@ -64,7 +64,13 @@ def forward_transform(fn: Function, width: int = 1, active=None,
     provides (`moonlite.driver.PASS_CONTEXT` derives it)."""
     if width < 1:
         raise ValueError("width must be at least 1")
-    return _ForwardPass(fn, width, active, context).run()
+    widened: set = set()
+    while True:  # (a few rounds at most: each widens a local for good)
+        forward = _ForwardPass(fn, width, active, context, frozenset(widened))
+        result = forward.run()
+        if not forward.to_widen:
+            return result
+        widened |= forward.to_widen
 
 
 def differentiable_args(fn: Function, active=None) -> list:
@@ -74,7 +80,7 @@ def differentiable_args(fn: Function, active=None) -> list:
 
 class _ForwardPass:
     def __init__(self, fn: Function, width: int, active=None,
-                 context: PassContext = NO_CALLEES):
+                 context: PassContext = NO_CALLEES, widened: frozenset = frozenset()):
         self.fn = fn
         self.context = context
         self.width = width
@@ -84,6 +90,9 @@ class _ForwardPass:
         self.blocks: dict = {}
         self.phis: list = []      # (old phi, new phi, tangent phis)
         self.tangent_locals: dict = {}  # (local of fn, direction) -> its tangent's local
+        # locals of fn whose array tangents are stored with more than one layout: typed "A"
+        # (`tangent_local`); `to_widen` collects those this run found, for the next run
+        self.widened, self.to_widen = widened, set()
         self.constant_phis = _unvaried_float_phis(fn, active)
         self.b = self._new_function()
 
@@ -518,7 +527,9 @@ class _ForwardPass:
         key = (var, j)
         if key not in self.tangent_locals:
             suffix = "" if self.width == 1 else f"_{j}"
-            ttype = _any_layout(tangent_type(var.type))
+            ttype = tangent_type(var.type)
+            if var in self.widened:
+                ttype = _any_layout(ttype)
             self.tangent_locals[key] = ops.LocalVar(ttype, f"d{var.name}{suffix}")
         return self.tangent_locals[key]
 
@@ -526,7 +537,10 @@ class _ForwardPass:
         self.clone(op)
         if is_differentiable(op.var.type):
             for j in range(self.width):
-                self.b.store(self.tangent_local(op.var, j), self.real_tangent(op.value, j))
+                local, tangent = self.tangent_local(op.var, j), self.real_tangent(op.value, j)
+                if _layouts_differ(local.type, tangent.type):
+                    self.to_widen.add(op.var)
+                self.b.store(local, tangent)
 
     def on_load(self, op: ops.LoadLocal) -> None:
         self.clone(op)
@@ -602,10 +616,20 @@ _INPLACE_TANGENT = {ops.Add: _inplace_add, ops.Sub: _inplace_sub, ops.Mul: _inpl
 
 def _any_layout(t):
     """Tangents of views may differ in layout from their primals' (a slice of a C array is C,
-    the same slice of its tangent may be A): locals and tapes holding array tangents are "A"."""
+    the same slice of its tangent may be A): tapes holding array tangents are "A", and so are
+    locals whose stored tangents differ in layout."""
     if isinstance(t, ArrayType):
         return ArrayType(t.dtype, t.ndim, "A", False)
     return t
+
+
+def _layouts_differ(local_type, stored_type) -> bool:
+    """A tangent local's type is its primal's tangent type while every tangent stored in it
+    has that layout, as numba types a variable from what is stored in it: typed "A" once
+    more than one layout is stored. (Always "A", it was F in numba where its tangents were all
+    F, and a product of it moonlite typed C was F: pinv's Hessian-vector product.)"""
+    return isinstance(local_type, ArrayType) and isinstance(stored_type, ArrayType) \
+        and local_type.layout != "A" and stored_type.layout != local_type.layout
 
 
 def _tangent_hint(value: Value) -> Optional[str]:

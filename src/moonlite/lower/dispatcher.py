@@ -16,7 +16,6 @@ import warnings
 import weakref
 
 from .. import _numba as nb
-from ..debug import debug_enabled
 from ..errors import ArgumentError, LoweringError
 from ..ir.core import Function
 from ..ir.printer import format_op
@@ -56,10 +55,10 @@ class EmitMoonliteIR(nb.FunctionPass):
         with phase("emit numba IR"):
             emitter = NumbaEmitter(fn, state.func_id)
             state.func_ir = emitter.emit()
-        if debug_enabled():  # for the check after typing (`_check_array_types`)
-            state.moonlite_arrays = {var.name: value for value, var in emitter.vars.items()
-                                     if isinstance(value.type, ArrayType)}
-            state.moonlite_arg_types = tuple(a.type for a in fn.args)
+        # for the check after typing (`_check_array_types`)
+        state.moonlite_arrays = {var.name: value for value, var in emitter.vars.items()
+                                 if isinstance(value.type, ArrayType)}
+        state.moonlite_arg_types = tuple(a.type for a in fn.args)
         return True
 
 
@@ -91,11 +90,11 @@ class DerivedTyping(nb.typed_passes.NopythonTypeInference):
 
 
 def _check_array_types(state) -> None:
-    """Debug mode: numba's types of the arrays in emitted code against moonlite's. Code moonlite
-    built for a C-ordered array (a tape of them, a reshape, a flat loop) reads a Fortran-ordered
-    one given that type as the wrong numbers: a.copy() lowered once as numba's np.copy, which
-    keeps the order, gave wrong gradients. Debug mode only for now: the whole suite is not yet
-    free of mismatches (docs/limitations.md, "Lowering")."""
+    """numba's types of the arrays in emitted code against moonlite's, for every compile. Code
+    moonlite built for a C-ordered array (a tape of them, a reshape, a flat loop) reads a
+    Fortran-ordered one given that type as the wrong numbers: a.copy() lowered once as numba's
+    np.copy, which keeps the order, gave wrong gradients. A mismatch is moonlite's bug: an
+    internal error, never a guess."""
     ir_args = state.moonlite_arg_types
     if len(ir_args) != len(state.args) \
             or any(t.to_numba() != nb.types.unliteral(a) for t, a in zip(ir_args, state.args)):
