@@ -271,32 +271,45 @@ class _PullbackCall(nb.AttributeTemplate):
 
 
 def _check_cotangent_type(pb: PullbackType, dout) -> None:
-    out = pb.out
+    wrong = _cotangent_mismatch(pb.out, dout, "")
+    if wrong is not None:
+        raise nb.numba_errors.TypingError(f"moonlite: the cotangent of a vjp pullback{wrong}")
+
+
+def _cotangent_mismatch(out, dout, where: str):
+    """What is wrong with a cotangent of numba type `dout` for an output of type `out` (a
+    tuple output: a tuple of cotangents, entry by entry; an int, bool or string entry's is
+    unused: None or a number), or None."""
+    if isinstance(out, types.BaseTuple):
+        if not isinstance(dout, types.BaseTuple) or len(dout) != len(out):
+            return (f"{where} must be a tuple of {len(out)} entries like the output, "
+                    f"got {dout}")
+        for k, (o, d) in enumerate(zip(out, dout)):
+            wrong = _cotangent_mismatch(o, d, f"{where}, entry {k},")
+            if wrong is not None:
+                return wrong
+        return None
     if isinstance(out, types.Array):
         fits = isinstance(dout, types.Array) and dout.dtype == out.dtype \
             and dout.ndim == out.ndim
         like = f"an array of {out.dtype} with {out.ndim} dimensions"
+    elif isinstance(out, types.Float):
+        fits, like = _is_real_type(dout), "a real number"
     else:
-        fits = isinstance(dout, (types.Float, types.Integer)) and not isinstance(
-            dout, types.Boolean)
-        like = "a real number"
-    if not fits:
-        raise nb.numba_errors.TypingError(
-            f"moonlite: the cotangent of a vjp pullback must be {like} like the output, "
-            f"got {dout}")
+        fits = isinstance(dout, types.NoneType) or _is_real_type(dout)
+        like = "None or a number (the output entry is an int, a bool or a string: unused)"
+    return None if fits else f"{where} must be {like} like the output, got {dout}"
+
+
+def _is_real_type(t) -> bool:
+    return isinstance(t, (types.Float, types.Integer)) and not isinstance(t, types.Boolean)
 
 
 def _pullback_call_source(pb: PullbackType, dout) -> str:
     work = "".join(f"work[{i}], " for i in range(len(pb.field_dict["work"])))
     state = "".join(f", state[{i}]" for i in range(len(pb.field_dict["state"])))
     lines = ["def call(pb, dout):"]
-    if isinstance(pb.out, types.Array):
-        lines += ["    if dout.shape != pb.out.shape:",
-                  "        raise ArgumentError('moonlite: the cotangent of a vjp pullback must "
-                  "have the shape of the output')"]
-        cotangent = "dout" if dout == pb.out else "np.ascontiguousarray(dout)"
-    else:
-        cotangent = f"np.{pb.out}(dout)"
+    cotangent = _cotangent_source("dout", dout, "pb.out", pb.out, lines)
     lines += ["    if pb.used:",
               "        raise ArgumentError('moonlite: this vjp pullback was already used: "
               "call vjp again')",
@@ -304,6 +317,28 @@ def _pullback_call_source(pb: PullbackType, dout) -> str:
               "    work, state = pb.work, pb.state",
               f"    return pull({work}{cotangent}{state})[1]"]
     return "\n".join(lines)
+
+
+def _cotangent_source(d: str, dout, out: str, out_type, checks: list) -> str:
+    """The expression of the cotangent the pullback takes, from the one given (`d`, of numba
+    type `dout`) for the output `out` (of `out_type`), as the Python pullback converts it
+    (`api_reverse._as_cotangent`); the shape checks it needs are appended to `checks`."""
+    if isinstance(out_type, types.BaseTuple):
+        entries = (_cotangent_source(f"{d}[{k}]", dout[k], f"{out}[{k}]", t, checks)
+                   for k, t in enumerate(out_type))
+        return f"({''.join(f'{e}, ' for e in entries)})"
+    if isinstance(out_type, types.Array):
+        checks += [f"    if {d}.shape != {out}.shape:",
+                   "        raise ArgumentError('moonlite: the cotangent of a vjp pullback must "
+                   "have the shape of the output')"]
+        return d if dout == out_type else f"np.ascontiguousarray({d})"
+    if isinstance(out_type, types.Float):
+        return f"np.{out_type}({d})"
+    if isinstance(out_type, types.Boolean):
+        return "False"
+    if isinstance(out_type, types.Integer):
+        return f"np.{out_type}(0)"
+    return out  # (a string entry: the output's own)
 
 
 @nb.lower_builtin(PullbackType, PullbackType, types.Any)
@@ -485,11 +520,6 @@ def _vjp_ir(f, argtypes: tuple):
     with compile_lock():
         sweep, pull = derived_reverse_split(f, argtypes)
     refuse_complex(f, argtypes, sweep.ir)
-    if _tuple_output(sweep):
-        raise UnsupportedError("vjp inside njit code of a function returning a tuple",
-                               function=f.py_func.__qualname__, argtypes=argtypes,
-                               hint="call vjp from Python (its pullback takes a tuple of "
-                                    "cotangents), or return one array from the kernel")
     names = parameter_names(f)
     if len(names) != len(argtypes):  # a kernel taking *args
         names = [f"argument{i}" for i in range(len(argtypes))]
@@ -506,10 +536,21 @@ def _vjp_ir(f, argtypes: tuple):
     fields = [out, b.build_tuple(work), b.tuple_getitem(result, 1)]
     pb_type = _pullback_type(pull, (f, argtypes), *(v.type.to_numba() for v in fields))
     pb = b.call(_pullback_maker(pull, (f, argtypes)), fields, type=OpaqueType(pb_type))
-    value = b.build_tuple([out, pb])
+    value = b.build_tuple([_as_returned(b, out, f, argtypes), pb])
     b.function.return_type = value.type
     b.ret(value)
     return inline_rule(b.function, sweep)
+
+
+def _as_returned(b: Builder, out, f, argtypes):
+    """The output as `f` returns it: the rule returns a namedtuple as a plain tuple (the
+    pullback keeps that one)."""
+    f.compile(tuple(argtypes))  # (compiled: the rule was derived from it)
+    returned = f.overloads[tuple(argtypes)].signature.return_type
+    if not isinstance(returned, types.BaseNamedTuple):
+        return out
+    return b.build_tuple([b.tuple_getitem(out, k) for k in range(len(returned))],
+                         named=returned)
 
 
 @nb.overload(vjp)
