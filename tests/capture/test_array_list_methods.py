@@ -186,6 +186,19 @@ def changed_then_given_to_a_helper(x):
     return _weighted(states)
 
 
+@numba.njit
+def feature_rows(x, basis):
+    """A feature list extended with the rows of matrices (a C-ordered one and a transposed
+    one, whose rows are strided), beside an appended array, then walked with enumerate."""
+    features = [x * 1.0]
+    features.extend(np.outer(basis, x))
+    features.extend(np.outer(x ** 2, basis).T)
+    total = 0.0
+    for k, row in enumerate(features):
+        total += (k + 1.0) * np.sum(np.tanh(row) * row)
+    return total + len(features)
+
+
 @pytest.mark.parametrize("kernel, args", [
     (popped_in_reverse, (X, 1.3, 4)),
     (sliding_window, (X, 0.2, 6)),
@@ -197,8 +210,9 @@ def changed_then_given_to_a_helper(x):
     (batches, (X, W, 2)),
     (matrices_moved, (X,)),
     (changed_then_given_to_a_helper, (X,)),
+    (feature_rows, (X, np.array([0.5, -1.0, 2.0]))),
 ], ids=["stack", "window", "queue", "ring", "replaced", "ordered", "joined", "batches",
-        "matrices", "helper"])
+        "matrices", "helper", "rows"])
 def test_changed_lists_of_arrays_in_every_mode(kernel, args):
     check_rule(kernel, *args, second_order=True)
 
@@ -218,18 +232,19 @@ def replaced_by_a_helper(x):
 
 
 @numba.njit
-def extended_with_an_array(x):
+def written_after_extending(x):
+    m = np.outer(x, x)
     rows = [x * 1.0]
-    rows.extend(np.outer(x, x))  # (numba types the list as holding any layout: rows)
-    return np.sum(rows[-1])
+    rows.extend(m)  # (in Python the list holds views of m's rows: the write below shows)
+    m[0, 0] = 2.0
+    return np.sum(rows[1])
 
 
 @pytest.mark.parametrize("kernel, construct", [
     (replaced_by_a_helper, r"replacing an entry of a list of arrays in a helper it is given "
                            r"to \(_replaces_an_entry\(\)"),
-    (extended_with_an_array, r"list.extend\(\) of a list of array\(float64, 1d, A\) with "
-                             r"array\(float64, 2d, C\)"),
-], ids=["replaced_in_helper", "extended_with_rows"])
+    (written_after_extending, r"writing into an array after appending it to a list"),
+], ids=["replaced_in_helper", "written_after_extending"])
 def test_changes_moonlite_cannot_make_exact_are_refused(kernel, construct):
     assert_refused_in_both_modes(kernel, construct)
 

@@ -131,6 +131,18 @@ def _places_of_copies_py(flat, places, used, length, extra, at, source_places, c
     return places
 
 
+def _places_of_rows_py(flat, places, used, length, extra, at, shape):
+    places = moved_places(flat, places, used, length, extra, shape[0])
+    size = 1
+    for d in range(1, len(shape)):
+        size *= shape[d]
+    for k in range(shape[0]):
+        places[length + k, 0] = at + k * size
+        for d in range(1, len(shape)):
+            places[length + k, d] = shape[d]
+    return places
+
+
 def _gathered_places_py(places, positions):
     out = np.empty((positions.shape[0], places.shape[1]), np.int64)
     at = 0
@@ -176,10 +188,14 @@ reversed_entries = nb.njit(cache=True)(_reversed_entries_py)
 # ys's places move), then their places recorded after ys's entries.
 copy_entries = nb.njit(cache=True)(_copy_entries_py)
 places_of_copies = nb.njit(cache=True)(_places_of_copies_py)
+# `ys.extend(M)`: M's rows (numbers written from `at` on, in C order) recorded after ys's
+# entries, each of M's shape less its first dimension.
+places_of_rows = nb.njit(cache=True)(_places_of_rows_py)
 # A new list of the entries at `positions` (`ys.copy()`, `ys[a:b]`): places, then numbers.
 gathered_places = nb.njit(cache=True)(_gathered_places_py)
 gathered_numbers = nb.njit(cache=True)(_gathered_numbers_py)
 
 for _helper in (entry_size, live_size, packs, used_after_room, moved_places, copy_place, placed,
-                closed_gap, reversed_entries, places_of_copies, gathered_places):
+                closed_gap, reversed_entries, places_of_copies, places_of_rows,
+                gathered_places):
     piecewise_constant(_helper)

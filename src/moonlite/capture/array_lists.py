@@ -44,7 +44,7 @@ from ..rules.jitclasses import any_layout
 from ..rules.list_views import list_entry
 from .array_list_runtime import (closed_gap, copy_entries, gathered_numbers, gathered_places,
                                  live_size, placed, places_of_copies, reversed_entries,
-                                 room_for_numbers, used_after_room)
+                                 places_of_rows, room_for_numbers, used_after_room)
 from .iterators import IndexSource
 from .list_runtime import insert_position
 from .statics import ListLiteral
@@ -145,7 +145,7 @@ class ArrayLists:
         """`value`'s numbers written after the others and recorded as entry `position`: a new
         entry there (`opens`; `shifts`: the entries from there on move one place up), or the
         entry there replaced."""
-        self._check_entry_type(lst, value)
+        self._check_entry_type(lst, value.type)
         b = self.b
         (flat, places, used), length = self._state(lst)
         shape = b.getattr(value, "shape")
@@ -168,8 +168,7 @@ class ArrayLists:
             length = b.add(length, b.const(1, int64))
         self.list_state[lst] = ((bigger, places, stop), length)
 
-    def _check_entry_type(self, lst, value: Value) -> None:
-        t = value.type
+    def _check_entry_type(self, lst, t) -> None:
         # (a list typed "A" takes entries of every layout, a.T too: they are copied into the
         # buffer in C order, np.ravel, and read back as C views typed "A")
         if not (isinstance(t, ArrayType) and t.dtype == lst.element.dtype
@@ -217,6 +216,9 @@ class ArrayLists:
             for item in items:
                 self.append_entry(lst, item)
             return
+        if isinstance(source, Value) and isinstance(source.type, ArrayType) \
+                and source.type.ndim == lst.element.ndim + 1:
+            return self._extend_with_rows(lst, source)
         if not (getattr(source, "holds_arrays", False) and source.element == lst.element):
             self.unsupported(f"{what} of a list of {lst.element} with "
                              f"{getattr(source, 'type', 'another kind of list')}",
@@ -233,6 +235,31 @@ class ArrayLists:
                                                      other_places, count], places.type)
         self.list_state[lst] = ((bigger, places, self.b.add(at, extra)),
                                 self.b.add(length, count))
+
+    def _extend_with_rows(self, lst, rows: Value) -> None:
+        """`ys.extend(M)`: M's rows appended, as views of M are in a Python list (so a write
+        into M afterwards is refused, as after an append): M's numbers copied in C order
+        after ys's, one place per row."""
+        t = rows.type
+        self._check_entry_type(lst, ArrayType(t.dtype, t.ndim - 1,
+                                              "C" if t.layout == "C" else "A"))
+        b = self.b
+        (flat, places, used), length = self._state(lst)
+        shape = b.getattr(rows, "shape")
+        size = _product(b, [b.tuple_getitem(shape, j) for j in range(t.ndim)])
+        bigger, at = self._room(flat, places, used, length, size)
+        if t.layout == "C":
+            numbers = b.call(np.reshape, [rows, b.build_tuple([size])], None, flat.type)
+        else:  # (numba's ravel of an array not typed C copies it, in C order)
+            numbers = b.call(np.ravel, [rows], None, flat.type)
+        stop = b.add(at, size)
+        write = b.setitem(bigger, b.build_slice(at, stop, b.const(None, none)), numbers)
+        self.array_list_ops.add(id(write))
+        self.array_appends.append((write, rows))
+        places = self._list_value(places_of_rows, [flat, places, used, length, size, at, shape],
+                                  places.type)
+        count = b.tuple_getitem(shape, 0)
+        self.list_state[lst] = ((bigger, places, stop), b.add(length, count))
 
     def copied_array_list(self, lst, part: "Value | None"):
         """A new list holding `lst`'s entries (`ys.copy()`, `list(ys)`), or those the slice
