@@ -44,6 +44,7 @@ from ..ir.types import ArrayType, FloatType, TupleType, is_float_record, none
 from ..rules import RuleNotApplicable, lookup_jvp
 from ..rules.scalar import checked_division_jvp, is_checked_division
 from ..rules.custom import call_jvp, lookup_custom
+from ..rules.jitclasses import any_layout
 from ..rules.numpy_shapes import as_c_layout
 from .activity import varied_values
 from .context import NO_CALLEES, PassContext
@@ -90,8 +91,8 @@ class _ForwardPass:
         self.blocks: dict = {}
         self.phis: list = []      # (old phi, new phi, tangent phis)
         self.tangent_locals: dict = {}  # (local of fn, direction) -> its tangent's local
-        # locals of fn whose array tangents are stored with more than one layout: typed "A"
-        # (`tangent_local`); `to_widen` collects those this run found, for the next run
+        # locals and phis of fn whose array tangents come in more than one layout: typed "A"
+        # (`tangent_local`, `on_phi`); `to_widen` collects those this run found, for the next
         self.widened, self.to_widen = widened, set()
         self.constant_phis = _unvaried_float_phis(fn, active)
         self.b = self._new_function()
@@ -470,6 +471,8 @@ class _ForwardPass:
         self.values[op.result] = new.result
         tangent_phis = []
         ttype = tangent_type(op.result.type)
+        if op.result in self.widened:
+            ttype = _any_layout(ttype)
         if op.result in self.constant_phis:  # depends on no input with a tangent
             self.set_tangents(op.result, [ZERO] * self.width)
         elif ttype is not None:
@@ -490,7 +493,18 @@ class _ForwardPass:
                 self.b.position_before_terminator(pred)
                 self.b.loc = old.loc
                 for j, phi in enumerate(tangent_phis):
-                    phi.add_incoming(pred, self.real_tangent(value, j))
+                    phi.add_incoming(pred, self._phi_incoming(old, phi, value, j))
+
+    def _phi_incoming(self, old: ops.Phi, phi: ops.Phi, value: Value, j: int) -> Value:
+        """The tangent of `value` as the tangent phi of `old` takes it: typed "A" where the
+        phi was widened (its incoming tangents differ in layout: inv's tangent in a loop is
+        C-ordered where its primal is F), `old` marked for widening where they differ."""
+        tangent = self.real_tangent(value, j)
+        if _layouts_differ(phi.result.type, tangent.type):
+            self.to_widen.add(old.result)
+        elif isinstance(tangent.type, ArrayType) and tangent.type != phi.result.type:
+            tangent = self.b.call(any_layout, [tangent], type=phi.result.type)
+        return tangent
 
     def on_build_tuple(self, op: ops.BuildTuple) -> None:
         self.clone(op)
