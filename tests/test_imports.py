@@ -52,6 +52,7 @@ LAYER_OF = {
     "moonlite.api_vjp": "api",
     "moonlite.api_instances": "api",
     "moonlite.api_instance_outputs": "api",
+    "moonlite.api_instance_pullback": "api",
     "moonlite.testing": "api",
     "moonlite.demo": "top",
     "moonlite": "top",  # the package's __init__: the public names

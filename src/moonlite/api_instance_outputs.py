@@ -19,6 +19,7 @@ code `jvp` does the same through compiled functions generated per output type
 
 from __future__ import annotations
 
+import inspect
 from typing import Optional
 
 import numpy as np
@@ -79,14 +80,33 @@ def _build_fields_kernel(f, out_type):
         reads = "".join("".join(f"r[{k}].{name}, " for name in fields_of(t)) if t is not None
                         else f"r[{k}], " for k, (t, _) in enumerate(_entries(out_type)))
     name = f.py_func.__name__
-    source = (f"def {name}(*args):\n    r = kernel(*args)\n    return ({reads})\n")
-    scope = {"kernel": f, "__name__": __name__}
+    params, args, scope = _same_parameters(f)
+    source = f"def {name}({params}):\n    r = kernel({args})\n    return ({reads})\n"
+    scope.update(kernel=f, __name__=__name__)
     exec(compile(source, f"<moonlite: {name} with the fields of its output read out>",
                  "exec"), scope)
     scope[name].__qualname__ = f"{f.py_func.__qualname__}.output_fields"
     options = f.targetoptions
     return nb.njit(error_model=options.get("error_model", "python"),
                    boundscheck=bool(options.get("boundscheck")))(scope[name])
+
+
+def _same_parameters(f) -> tuple:
+    """(parameters, arguments, scope) of source for a function taking `f`'s parameters and
+    passing them on: named as `f` names them, defaults kept (`scope` holds their values), so
+    that the vjp dispatcher, which takes named parameters, can be built for it; `*args` for a
+    kernel taking more than named positional parameters."""
+    parameters = inspect.signature(f.py_func).parameters.values()
+    if any(p.kind != p.POSITIONAL_OR_KEYWORD for p in parameters):
+        return "*args", "*args", {}
+    scope, params = {}, []
+    for k, p in enumerate(parameters):
+        if p.default is p.empty:
+            params.append(p.name)
+        else:
+            scope[f"_default{k}"] = p.default
+            params.append(f"{p.name}=_default{k}")
+    return ", ".join(params), ", ".join(p.name for p in parameters), scope
 
 
 def _rebuilt(out_type, values: tuple, tangents=None):

@@ -1,4 +1,4 @@
-"""`jvp` and `hvp` called inside njit code (`vjp`, whose pullback is a value: api_vjp.py).
+"""`jvp`, `hvp` and `vjp` called inside njit code (`vjp`'s pullback is a value: api_vjp.py).
 
 `grad`, `hessian`, `jacfwd` and `jacrev` return dispatchers, which numba calls like any njit
 function. `jvp(f, primals, tangents)` and `hvp(...)` are Python functions taking `f`; inside njit
@@ -7,7 +7,8 @@ at compile time (`types.Dispatcher`): they call the same compiled `jvp_f(primals
 `hvp_f` the Python functions call (`api_calls.py`, `api_higher.py`), their argument checks
 compiled in. For a kernel returning a jitclass or structref instance (or a tuple holding
 one), `jvp` calls the jvp of its output-flat form and makes the instances
-(`api_instance_outputs.py`).
+(`api_instance_outputs.py`); `vjp` calls the vjp of that form and returns a pullback taking
+instances (`api_instance_pullback.py`).
 
 Inside njit code numba calls a dispatcher's `njit_variant` (`api_drivers.py`), which reruns a
 derivative holding a nan with zero-guarded products itself (`ad/nan_retry.py`).
@@ -19,6 +20,8 @@ from . import _numba as nb
 from .api_calls import _jvp_dispatcher, jvp
 from .api_higher import _plain_hvp_dispatcher, hvp
 from .api_instance_outputs import fields_kernel, njit_rebuilders, returned_instance_type_at
+from .api_instance_pullback import instance_pullback_maker
+from .api_vjp import _vjp_dispatcher, vjp
 
 types = nb.types
 
@@ -69,3 +72,27 @@ def _jvp_in_njit(f, primals, tangents):
 
 
 _overload_calling(hvp, _plain_hvp_dispatcher)
+
+
+@nb.overload(vjp)
+def _vjp_in_njit(f, *primals):
+    kernel = _njit_function(f, "vjp")
+    returned = returned_instance_type_at(kernel, tuple(primals))
+    if returned is None:
+        disp = _vjp_dispatcher(kernel)
+
+        def impl(f, *primals):
+            return disp(*primals)
+        return impl
+    # a kernel returning an instance (or a tuple holding one): the vjp of its output-flat form,
+    # the output made again, the pullback taking instances
+    disp = _vjp_dispatcher(fields_kernel(kernel, returned))
+    disp.compile(tuple(primals))
+    values_type, pullback_type = disp.overloads[tuple(primals)].signature.return_type
+    output, _ = njit_rebuilders(returned, (values_type, types.none))
+    wrap = instance_pullback_maker(pullback_type, returned)
+
+    def instances(f, *primals):
+        values, pullback = disp(*primals)
+        return output(values), wrap(pullback)
+    return instances

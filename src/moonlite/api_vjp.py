@@ -32,7 +32,6 @@ from .api import _check_arguments, _check_njit, compile_lock, instance_type_of
 from .api_instance_outputs import (instance_output_vjp, returned_instance_type,
                                    returned_instance_type_at)
 from .api_instances import flat_kernel, flattenable, python_flat_values, python_instances
-from .api_njit import _njit_function
 from .api_reverse import (_as_cotangent, _check_cotangent, _split_rule, _strong_zeros_gradients,
                           inline_rule, parameter_names, refuse_complex)
 from .driver import api_cached, api_entry, derived_reverse_split
@@ -295,8 +294,8 @@ def _cotangent_mismatch(out, dout, where: str):
         like = f"an array of {out.dtype} with {out.ndim} dimensions"
     elif isinstance(out, types.Float):
         fits, like = _is_real_type(dout), "a real number"
-    else:
-        fits = isinstance(dout, types.NoneType) or _is_real_type(dout)
+    else:  # (the Python pullback passes a string entry's own string)
+        fits = isinstance(dout, (types.NoneType, types.UnicodeType)) or _is_real_type(dout)
         like = "None or a number (the output entry is an int, a bool or a string: unused)"
     return None if fits else f"{where} must be {like} like the output, got {dout}"
 
@@ -536,27 +535,17 @@ def _vjp_ir(f, argtypes: tuple):
     fields = [out, b.build_tuple(work), b.tuple_getitem(result, 1)]
     pb_type = _pullback_type(pull, (f, argtypes), *(v.type.to_numba() for v in fields))
     pb = b.call(_pullback_maker(pull, (f, argtypes)), fields, type=OpaqueType(pb_type))
-    value = b.build_tuple([_as_returned(b, out, f, argtypes), pb])
+    value = b.build_tuple([_as_returned(b, out, sweep), pb])
     b.function.return_type = value.type
     b.ret(value)
     return inline_rule(b.function, sweep)
 
 
-def _as_returned(b: Builder, out, f, argtypes):
-    """The output as `f` returns it: the rule returns a namedtuple as a plain tuple (the
-    pullback keeps that one)."""
-    f.compile(tuple(argtypes))  # (compiled: the rule was derived from it)
-    returned = f.overloads[tuple(argtypes)].signature.return_type
+def _as_returned(b: Builder, out, sweep):
+    """The output as the kernel returns it: the rule returns a namedtuple as a plain tuple
+    (the pullback keeps that one)."""
+    returned = sweep.output_type
     if not isinstance(returned, types.BaseNamedTuple):
         return out
     return b.build_tuple([b.tuple_getitem(out, k) for k in range(len(returned))],
                          named=returned)
-
-
-@nb.overload(vjp)
-def _vjp_in_njit(f, *primals):
-    disp = _vjp_dispatcher(_njit_function(f, "vjp"))
-
-    def impl(f, *primals):
-        return disp(*primals)
-    return impl

@@ -168,8 +168,8 @@ def derived_reverse_split(f, argtypes: tuple) -> tuple:
                          ("vjp pullback", types)))
             pair[0].written = written_arguments(flat)
             # the rule returns a namedtuple output as a plain tuple: vjp makes it one again
-            pair[0].output_class = getattr(getattr(flat.return_type, "numba_type", None),
-                                           "instance_class", None)
+            pair[0].output_type = getattr(flat.return_type, "numba_type", None)
+            pair[0].output_class = getattr(pair[0].output_type, "instance_class", None)
             pair[0].state_has_lists = any(_is_typed_list(t) for t in
                                           sweep.return_type.elements[1].elements)
         return pair
