@@ -38,6 +38,7 @@ from .parameters import Parameters
 from .record_phis import route_record_phis
 from .pipeline import TypedIR
 from .record_fields import RecordFields
+from ..rules.jitclasses import any_layout
 from ..rules.overlap import may_view_memory, refuse_overlap
 
 ir = nb.ir
@@ -583,6 +584,13 @@ class Importer(CallReads, Parameters, ConstructReads, GrowingLists, LoopReads, R
         return bound
 
     def _cast_at_end(self, block: Block, value: Value, to) -> Value:
+        if _of_any_layout(value.type, to):
+            # (numba types a variable holding arrays of different layouts "A", `b = a if c
+            # else a.T`, `m = inv(m)` in a loop from a C-ordered start: the array itself,
+            # retyped, which every mode follows as a view)
+            relayout = ops.Call(any_layout, [value], to, (), self.b.loc)
+            block.insert(len(block.ops) - 1, relayout)
+            return relayout.result
         if not (isinstance(value.type, _NUMBER_TYPES) and isinstance(to, _NUMBER_TYPES)):
             self.unsupported(f"a variable that is {value.type} on one path and {to} on another",
                              "give the variable one type on every path")
@@ -594,6 +602,13 @@ class Importer(CallReads, Parameters, ConstructReads, GrowingLists, LoopReads, R
         undef = ops.Undef((), t, self.b.function.loc)
         self.b.function.entry.insert(0, undef)
         return undef.result
+
+
+def _of_any_layout(t, to) -> bool:
+    """Whether `to` is the array type `t` of layout "A" (what numba gives a variable holding
+    arrays of several layouts)."""
+    return isinstance(t, ArrayType) and isinstance(to, ArrayType) and to.layout == "A" \
+        and t.layout != "A" and (t.dtype, t.ndim, t.readonly) == (to.dtype, to.ndim, to.readonly)
 
 
 def _constant_slice(index) -> Optional[slice]:
