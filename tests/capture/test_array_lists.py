@@ -391,11 +391,67 @@ def test_a_transpose_beside_other_layouts_in_every_mode():
     check_rule(transposes_beside_views, A, second_order=True)
 
 
-def test_a_list_of_transposes_only_is_refused_with_what_to_do():
-    A = np.arange(1.0, 10.0).reshape(3, 3) / 5
-    only_transposes(A)
-    with pytest.raises(UnsupportedError, match=r"typed Fortran-ordered, a\.T"):
-        moonlite.grad(only_transposes)(A)
+@numba.njit
+def inverses_kept(a, n):
+    """The inverses of shifted matrices kept in a list (numba's inv is Fortran-ordered, so
+    the list is typed F), then walked and read at both ends."""
+    invs = []
+    for k in range(n):
+        invs.append(np.linalg.inv(a + (k + 2.0) * np.eye(a.shape[0])))
+    total = 0.0
+    for p in invs:
+        total += np.sum(p @ a)
+    return total + np.sum(invs[0] * invs[-1])
+
+
+@numba.njit
+def _weighted_squares(ms):
+    s = 0.0
+    for k in range(len(ms)):
+        s += (k + 1.0) * np.sum(ms[k] * ms[k])
+    return s
+
+
+@numba.njit
+def fortran_list_changed(a):
+    """A list typed F changed by its methods, copied, extended and given to a helper."""
+    ms = [a.T, (a * a).T]
+    ms.append(np.linalg.inv(a + 3.0 * np.eye(3)))
+    ms.insert(1, (a + 1.0).T)
+    last = ms.pop()
+    ms[0] = last * 2.0
+    ms.reverse()
+    more = ms.copy()
+    more.extend(ms[:2])
+    total = 0.0
+    for m in more:
+        total += np.sum(m @ a)
+    return total + _weighted_squares(ms) + np.sum(last[0] * last[:, 1])
+
+
+@numba.njit
+def fortran_cubes(x):
+    """Entries of three dimensions typed F."""
+    cube = np.outer(x, x[:2]).reshape(2, 2, 2).T
+    cs = []
+    for k in range(3):
+        cs.append(cube * (k + 1.0) + cube ** 2)
+    return np.sum(cs[1][:, 0, :] * cs[2][1]) + len(cs)
+
+
+A33 = np.array([[0.4, -0.2, 0.1], [0.3, 0.5, -0.6], [-0.1, 0.2, 0.3]])
+
+
+@pytest.mark.parametrize("kernel, args", [
+    (only_transposes, (np.arange(1.0, 10.0).reshape(3, 3) / 5,)),
+    (inverses_kept, (A33, 3)),
+    (fortran_list_changed, (A33,)),
+    (fortran_cubes, (np.array([0.3, -0.5, 0.7, 1.1]),)),
+], ids=["transposes", "inverses", "changed", "cubes"])
+def test_a_list_typed_fortran_ordered_in_every_mode(kernel, args):
+    """Its entries kept as the numbers of their C-ordered transposes, read back as the
+    transpose of a C view (capture/array_lists.py); refused before."""
+    check_rule(kernel, *args, second_order=True)
 
 
 @numba.njit

@@ -61,11 +61,13 @@ _PLACES = ArrayType(int64, 2, "C")
 
 
 def appendable_array(element) -> bool:
-    """An array of numbers of one dimension or more, typed C-contiguous or of any layout
-    ("A": `ys.append(x[::2])`): what a list of arrays may hold (its entries are read as
-    contiguous views of `flat`, typed as the list's entries, `any_layout`). Arrays typed
-    Fortran-ordered are not: a C view is no F array."""
-    return isinstance(element, nbt.Array) and element.layout in ("C", "A") \
+    """An array of numbers of one dimension or more, typed C-contiguous, of any layout ("A":
+    `ys.append(x[::2])`) or Fortran-ordered with two dimensions or more (`ys.append(inv(m))`):
+    what a list of arrays may hold. Its entries are read as contiguous views of `flat`, typed
+    as the list's entries (`any_layout`); an F list's entries are kept transposed, read as the
+    transpose of a C view."""
+    return isinstance(element, nbt.Array) \
+        and (element.layout in ("C", "A") or element.layout == "F" and element.ndim > 1) \
         and element.ndim > 0 and isinstance(element.dtype, (nbt.Float, nbt.Integer, nbt.Boolean))
 
 
@@ -105,6 +107,10 @@ class ArrayLists:
                         for j in range(lst.element.ndim + 1)]
         element = lst.element
         contiguous = ArrayType(element.dtype, element.ndim, "C", element.readonly)
+        if element.layout == "F":  # (its numbers kept as those of its C-ordered transpose)
+            entry = b.call(list_entry, [flat, start, b.build_tuple(dims[::-1])], None,
+                           contiguous)
+            return b.getattr(entry, "T", element)
         entry = b.call(list_entry, [flat, start, b.build_tuple(dims)], None, contiguous)
         # (a list of arrays typed "A" reads them typed so: numba typed the code reading them)
         return entry if element == contiguous else b.call(any_layout, [entry], None, element)
@@ -153,6 +159,9 @@ class ArrayLists:
         bigger, at = self._room(flat, places, used, length, size)
         if lst.element.ndim == 1:
             numbers = value
+        elif lst.element.layout == "F":  # (the numbers of its C-ordered transpose: a view)
+            transpose = b.getattr(value, "T")
+            numbers = b.call(np.reshape, [transpose, b.build_tuple([size])], None, flat.type)
         elif value.type.layout == "C":
             numbers = b.call(np.reshape, [value, b.build_tuple([size])], None, flat.type)
         else:  # (numba's ravel of an array not typed C copies it, in C order)
@@ -173,7 +182,8 @@ class ArrayLists:
         # buffer in C order, np.ravel, and read back as C views typed "A")
         if not (isinstance(t, ArrayType) and t.dtype == lst.element.dtype
                 and t.ndim == lst.element.ndim
-                and (t.layout == "C" or lst.element.layout == "A")):
+                and (t.layout == "C" and lst.element.layout != "F"
+                     or lst.element.layout == "A" or t.layout == lst.element.layout == "F")):
             self.unsupported(f"putting {t} in a list of {lst.element}",
                              "append arrays of the list's dtype and dimension (a copy: "
                              "ys.append(x.copy()))")

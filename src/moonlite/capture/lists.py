@@ -229,10 +229,9 @@ class GrowingLists(ArrayLists):
             return lst
         if not _appendable(element):
             self.unsupported(f"appending to a list of {element}",
-                             "append numbers, tuples of numbers or arrays of numbers (an "
-                             "array typed Fortran-ordered, a.T, only beside arrays of other "
-                             "layouts: else append its copy), or fill a preallocated numpy "
-                             "array")
+                             "append numbers, tuples of numbers or arrays of numbers (a "
+                             "1-D array typed Fortran-ordered: append its copy), or fill a "
+                             "preallocated numpy array")
         lst = self._new_list(element, self.list_analysis.plans.get(target.name))
         room = self.b.const(max(len(expr.items), 4), int64)
         buffers = tuple(self.b.call(np.empty, [room, self.dtype_ref(c.to_numba())], None, t)
