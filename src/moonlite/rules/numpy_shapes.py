@@ -42,6 +42,7 @@ def _reshape_adjoint(rv, op) -> None:
 
 for _fn, _adjoint, _reads in [(np.copy, _copy_adjoint, reads_nothing),
                               (np.ascontiguousarray, _copy_adjoint, reads_nothing),
+                              (np.asfortranarray, _copy_adjoint, reads_nothing),
                               (np.ravel, _reshape_adjoint, reads_first)]:
     register(_fn, jvp=linear_call(_fn), adjoint=_adjoint, reads=_reads, keywords=())
 for _name, _adjoint, _reads in [("copy", _copy_adjoint, reads_nothing),
@@ -159,7 +160,7 @@ register(Attribute("T"), jvp=linear_attribute("T"))
 
 # may return a view of their argument: a write to the result may write the argument (what
 # `ir/readonly.py` asks)
-for _name in ("ravel", "ascontiguousarray", "squeeze",
+for _name in ("ravel", "ascontiguousarray", "asfortranarray", "squeeze",
               "atleast_1d", "atleast_2d", "atleast_3d", "diagonal", "real", "imag", "rot90",
               "broadcast_to"):
     register(getattr(np, _name), traits=VIEW)
@@ -432,6 +433,8 @@ CASES = [
     _E("transpose_axes", lambda x: np.transpose(x, (1, 0)), _MAT),
     _E("copy", lambda x: np.copy(x), _MAT),
     _E("ascontiguousarray", lambda x: np.ascontiguousarray(x.T) * 2.0, _MAT),
+    _E("asfortranarray", lambda x: np.asfortranarray(x) * 2.0, _MAT),
+    _E("asfortranarray_of_a_transpose", lambda x: np.sin(np.asfortranarray(x.T)), _MAT),
     _E("ravel", lambda x: np.ravel(x), _MAT),
     _E("reshape", lambda x: np.reshape(x, (4, 3)), _MAT),
     _E("method_copy", lambda x: x.copy(), _MAT),
