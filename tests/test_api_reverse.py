@@ -256,3 +256,58 @@ def test_ascontiguousarray_of_a_view_of_written_memory_is_refused_in_reverse_mod
     with pytest.raises(moonlite.UnsupportedError, match="ascontiguousarray of an array typed A"):
         moonlite.grad(written_after_ascontiguousarray)(a)
     check_jvp(written_after_ascontiguousarray, a)  # forward mode follows it
+
+
+@numba.njit
+def written_through_asfortranarray(a):
+    """numba's asfortranarray of an array typed F is the array itself: the write reaches b."""
+    b = a * 1.0
+    f = np.asfortranarray(b.T)
+    f[0, 1] = 1.0
+    return np.sum(f * f) + np.sum(b)
+
+
+@numba.njit
+def written_after_asfortranarray(a):
+    b = np.linalg.inv(a + 3.0 * np.eye(3))
+    f = np.asfortranarray(b)
+    b[0, 1] = 1.0  # (read back through f)
+    return np.sum(f * f) + np.sum(b * a)
+
+
+@numba.njit
+def written_copies_of_other_orders(a):
+    """Arrays of two dimensions typed in the other order are always copied: writes into the
+    copies stay there."""
+    f = np.asfortranarray(a * 2.0)
+    f[0, 1] = 1.0
+    c = np.ascontiguousarray((a * 2.0).T)
+    c[1, 0] = -1.0
+    return np.sum(f * f * a) + np.sum(c * a)
+
+
+@numba.njit
+def written_vector_through_asfortranarray(v):
+    b = v * 1.0
+    f = np.asfortranarray(b)  # (a 1-D array: the array itself)
+    f[1] = 2.0
+    return np.sum(f * f) + np.sum(b ** 3)
+
+
+A3 = np.array([[0.4, -0.2, 0.1], [0.3, 0.5, -0.6], [-0.1, 0.2, 0.3]])
+
+
+@pytest.mark.parametrize("kernel", [written_through_asfortranarray, written_after_asfortranarray,
+                                    written_copies_of_other_orders],
+                         ids=["itself", "written_after", "copies"])
+def test_asfortranarray_and_ascontiguousarray_views_and_copies_in_every_mode(kernel):
+    """Found by an adversarial hunt: reverse mode took np.asfortranarray of an array typed F
+    for a copy (grad 1.0 where 0 at the entry written through it)."""
+    check_rule(kernel, A3, second_order=True)
+
+
+def test_asfortranarray_of_a_written_vector_is_refused_in_reverse_mode():
+    v = np.array([0.3, -0.7, 0.2, 0.9])
+    with pytest.raises(moonlite.UnsupportedError, match="asfortranarray of an array typed C"):
+        moonlite.grad(written_vector_through_asfortranarray)(v)
+    check_jvp(written_vector_through_asfortranarray, v)

@@ -123,6 +123,10 @@ def rewrite_call(b: Builder, fn, args: list, kws: dict, result_type) -> Optional
         return _matrix_power(b, args, kws)
     if fn in (np.ravel, np.ascontiguousarray) and len(args) == 1 and not kws:
         return contiguous_view(b, fn, args[0], result_type)
+    if fn is np.asfortranarray and len(args) == 1 and not kws \
+            and isinstance(args[0].type, ArrayType) and args[0].type.layout == "F" \
+            and args[0].type == result_type:
+        return args[0]  # (numba returns an array typed F itself: a view every mode follows)
     return None
 
 

@@ -27,6 +27,18 @@ from .types import (Entry, has_adjoint as _has_adjoint, has_shadow,
 from .keep import How, Kept, Saved, ShadowOf
 from ...rules.records import entry_view, record_source, record_view
 
+# numpy calls whose result is the array itself or a copy, as its layout at run time decides
+# (np.asfortranarray returns a Fortran-ordered array itself, and a contiguous 1-D one)
+_COPIES_OR_VIEWS = ("ascontiguousarray", "asfortranarray")
+
+
+def _may_be_itself(name: str, t: ArrayType) -> bool:
+    """Whether numba's np.ascontiguousarray / np.asfortranarray (`name`) of an array typed
+    `t` may return the array itself: typed in the asked order (capture makes that call the
+    array itself where the types agree), 1-D contiguous, or of any layout (decided at run
+    time). An array of two dimensions or more typed in the other order is always copied."""
+    wanted = "C" if name == "ascontiguousarray" else "F"
+    return t.layout in (wanted, "A") or t.ndim == 1
 
 class ForwardSweep:
     def _forward_block(self, block: Block) -> None:
@@ -251,15 +263,16 @@ class ForwardSweep:
         go wrong) is refused: any write, to stay simple. (Capture makes the call of a C array
         the array itself, `rewrites.contiguous_view`; numba's ravel copies every array not
         typed C, and views those typed C, which capture makes reshapes.)"""
-        if _name(op) != "ascontiguousarray" or not op.operands:
+        name = _name(op)
+        if name not in _COPIES_OR_VIEWS or not op.operands:
             return
         operand = root = _positional(op)[0]
-        if not _is_float_array(operand.type) or operand.type.layout == "C":
+        if not _is_float_array(operand.type) or not _may_be_itself(name, operand.type):
             return
         while getattr(root, "op", None) is not None and _view_source(root.op) is not None:
             root = _view_source(root.op)
         if not never_written(self.fn, root):
-            raise self.unsupported(op, f"np.ascontiguousarray of an array typed "
+            raise self.unsupported(op, f"np.{name} of an array typed "
                                    f"{operand.type.layout}-ordered whose memory the function "
                                    f"also writes, in reverse mode (numba's result is a view or "
                                    f"a copy as the array's layout at run time decides)",
@@ -274,9 +287,10 @@ class ForwardSweep:
             source_op = getattr(target, "op", None)
             if source_op is None:
                 return
-            if _name(source_op) == "ascontiguousarray" and _is_float_array(target.type):
-                raise self.unsupported(op, "writing into the result of np.ascontiguousarray of "
-                                       "an array not typed C-contiguous, in reverse mode",
+            if _name(source_op) in _COPIES_OR_VIEWS and _is_float_array(target.type) \
+                    and _may_be_itself(_name(source_op), _positional(source_op)[0].type):
+                raise self.unsupported(op, f"writing into the result of np.{_name(source_op)} "
+                                       f"of an array not typed in its order, in reverse mode",
                                        "write into the "
                                        "original array, or copy the reshaped array first "
                                        "(.copy())")
