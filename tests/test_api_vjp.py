@@ -435,3 +435,33 @@ def test_the_cotangent_of_an_int_output_entry_is_unused():
     _, third = moonlite.vjp(descend, x, 0.1)
     with pytest.raises(ArgumentError, match="entry 1: the output entry is an int"):
         third((1.0, np.ones(2)))
+
+
+@numba.njit
+def converged_step(x):
+    """A tuple output with a bool entry (a convergence flag) and a string."""
+    r = x * x - 1.0
+    return np.sum(r * r), r, np.sum(r * r) < 1e-3, "newton"
+
+
+@numba.njit
+def _converged_step_in_njit(x):
+    _, pullback = moonlite.vjp(converged_step, x)
+    return pullback((1.0, np.ones_like(x), False, None))[0]
+
+
+def test_bool_and_string_entries_take_none_or_their_own_values_in_every_path():
+    """Found by an adversarial hunt: the compiled pullback refused the False the Python one
+    makes of None for a bool entry, from the second call on."""
+    x = np.array([0.5, 1.5, 2.0])
+    h = 1e-6
+
+    def weighted(x):
+        loss, r, _, _ = converged_step(x)
+        return loss + np.sum(r)
+
+    fd = [(weighted(x + h * e) - weighted(x - h * e)) / (2 * h) for e in np.eye(3)]
+    for _ in range(3):  # the first call's path, then the compiled dispatcher's
+        _, pullback = moonlite.vjp(converged_step, x)
+        np.testing.assert_allclose(pullback((1.0, np.ones(3), None, None))[0], fd, rtol=1e-6)
+    np.testing.assert_allclose(_converged_step_in_njit(x), fd, rtol=1e-6)

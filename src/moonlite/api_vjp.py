@@ -279,6 +279,7 @@ def _cotangent_mismatch(out, dout, where: str):
     """What is wrong with a cotangent of numba type `dout` for an output of type `out` (a
     tuple output: a tuple of cotangents, entry by entry; an int, bool or string entry's is
     unused: None or a number), or None."""
+    dout = types.unliteral(dout)
     if isinstance(out, types.BaseTuple):
         if not isinstance(dout, types.BaseTuple) or len(dout) != len(out):
             return (f"{where} must be a tuple of {len(out)} entries like the output, "
@@ -294,8 +295,9 @@ def _cotangent_mismatch(out, dout, where: str):
         like = f"an array of {out.dtype} with {out.ndim} dimensions"
     elif isinstance(out, types.Float):
         fits, like = _is_real_type(dout), "a real number"
-    else:  # (the Python pullback passes a string entry's own string)
-        fits = isinstance(dout, (types.NoneType, types.UnicodeType)) or _is_real_type(dout)
+    else:  # (the Python pullback passes an int entry's 0, a bool's False, a string's own)
+        fits = isinstance(dout, (types.NoneType, types.UnicodeType, types.Boolean)) \
+            or _is_real_type(dout)
         like = "None or a number (the output entry is an int, a bool or a string: unused)"
     return None if fits else f"{where} must be {like} like the output, got {dout}"
 
