@@ -141,6 +141,12 @@ class ForwardSweep:
         self.emit_clone(op)
         self.after_definition(op)
         result = op.result
+        if isinstance(op, ops.Undef):
+            # a variable not assigned on a path into a phi (`g` assigned in a loop and read
+            # after it): its shadow is undefined there too, never a zeros_like of it
+            if has_shadow(result.type):
+                self.shadows[result] = self.b.undef(shadow_type(result.type))
+            return
         if result is not None and has_shadow(result.type):
             if _view_source(op) in self.constant_arrays:
                 self.constant_arrays.add(result)  # a view of constant data
