@@ -484,3 +484,37 @@ def entries_joined(x):
 def test_entries_given_to_a_join_in_every_mode():
     check_rule(entries_joined, np.array([0.3, -0.7, 1.1, 0.5, -0.2, 0.9, 1.3]),
                second_order=True)
+
+
+@numba.njit
+def extended_with_comprehensions(a, b):
+    """Lists extended with lists built by comprehensions over a list literal of the arguments
+    (read by a run-time index into the literal's tuple: no write)."""
+    ys = [a]
+    zs = [x for x in [b, a]]
+    ys.extend(zs)
+    ys.extend([x * 1.0 for x in [b]])
+    return np.sum(ys[1] * a) + np.sum(ys[3] ** 2) + np.sum(ys[2] * ys[0])
+
+
+@numba.njit
+def written_after_a_comprehension(a, b):  # (2-D arrays: the list holds a)
+    ys = [a]
+    zs = [x for x in [b, a]]
+    ys.extend(zs)
+    a[0, 0] = 2.0  # (the lists hold a: they would see this write)
+    return np.sum(ys[1] * a)
+
+
+def test_lists_extended_with_comprehensions_in_every_mode():
+    """Found by an adversarial hunt: the run-time index into the list literal's tuple was
+    taken for a write into the arrays it holds."""
+    a = np.arange(9.0).reshape(3, 3) / 10
+    check_rule(extended_with_comprehensions, a, a.T.copy() + 1.0, second_order=True)
+    b = a.T.copy() + 1.0
+    written_after_a_comprehension(a.copy(), b)
+    for derive in (lambda: moonlite.grad(written_after_a_comprehension)(a.copy(), b),
+                   lambda: moonlite.jvp(written_after_a_comprehension, (a.copy(), b),
+                                        (np.ones_like(a), np.ones_like(b)))):
+        with pytest.raises(UnsupportedError, match="writing into an array after appending"):
+            derive()

@@ -364,7 +364,9 @@ def _array_uses(users: dict, roots):
             for op, position in users.get(value, ()):
                 if isinstance(op, ops.BuildTuple):
                     for user, _ in users.get(op.result, ()):
-                        if not isinstance(user, ops.TupleGetItem):
+                        if isinstance(user, ops.GetItem) and _may_hold_arrays(user.result.type):
+                            pending.append(user.result)  # (any entry: a loop over the tuple)
+                        elif not isinstance(user, ops.TupleGetItem):
                             yield user, -1
                         elif user.index == position:
                             pending.append(user.result)
