@@ -28,8 +28,8 @@ if "NUMBA_OPT" not in os.environ:
 # (pyproject.toml) makes xdist keep this order instead of ordering files by their number of
 # tests. Files not listed follow in collection order.
 #
-# First of all, the files whose tests run subprocesses (the benchmark suite at -O3, notebooks,
-# the leak check, the demo, the cache): numba never frees compiled code, so each worker holds
+# First of all, the files whose tests run subprocesses with time limits (the benchmark suite at
+# -O3, notebooks, the leak checks, the demo, the cache, ...): numba never frees compiled code, so each worker holds
 # about 12 GB by the end of the suite, and on this 24 GB machine those subprocesses, run last,
 # were starved of memory and timed out (2026-12-07: the benchmark suite took 902 s, a notebook
 # cell and the leak check hit their 300 s limits). Run first, they take a minute or two.
@@ -39,6 +39,12 @@ LONGEST_FILES = (
     "tests/test_memory_threads.py",
     "tests/test_demo.py",
     "tests/test_cache.py",
+    "tests/fuzz/test_fuzz_regressions.py",  # 65 s
+    "tests/ad/test_guards.py",
+    "tests/test_api_njit.py",
+    "tests/test_debug.py",
+    "tests/ir/test_types_and_builder.py",
+    "tests/lower/test_dispatcher.py",
     "tests/ad/test_reverse_rules.py",  # 240 s
     "tests/capture/test_lists.py",  # 204 s
     "tests/capture/test_array_list_methods.py",  # 199 s
@@ -54,7 +60,6 @@ LONGEST_FILES = (
     "tests/capture/test_list_helpers.py",  # 69 s
     "tests/capture/test_list_orders.py",  # 69 s
     "tests/fuzz/test_fuzz_wide.py",  # 66 s
-    "tests/fuzz/test_fuzz_regressions.py",  # 65 s
     "tests/ad/test_reverse_inplace_restore.py",  # 62 s
     "tests/test_fail_closed.py",  # 58 s
     "tests/rules/test_flips_and_cumprod.py",  # 46 s
