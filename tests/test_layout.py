@@ -1,5 +1,4 @@
-"""Modest files: no module of moonlite over 800 lines (split it by concern instead); the test
-files conftest.py names for xdist's scheduling exist."""
+"""Modest files: no module of moonlite over 800 lines (split it by concern instead)."""
 
 import pathlib
 
@@ -12,8 +11,3 @@ def test_no_module_is_over_800_lines():
     assert len(sizes) > 50
     assert {name: n for name, n in sizes.items() if n > LIMIT} == {}
 
-
-def test_the_longest_files_named_for_scheduling_exist():
-    from tests.conftest import LONGEST_FILES  # the order xdist hands files out (conftest.py)
-    root = pathlib.Path(__file__).parent.parent
-    assert [p for p in LONGEST_FILES if not (root / p).is_file()] == []

@@ -1076,7 +1076,7 @@ def _rng(seed):
 
 
 # records and structured arrays (checked by tests/capture/test_record_fields.py), then the rest
-# (tests/capture/test_constructs.py): two test files, which pytest-xdist runs side by side
+# (tests/capture/test_constructs.py): two test files, which tests/run.py runs side by side
 RECORD_CASES = [
     ConstructCase("linear_reservoirs", "record field p[i]['f']", linear_reservoirs,
                   lambda: (_rng(0).uniform(0.2, 1.5, 6), _buckets())),

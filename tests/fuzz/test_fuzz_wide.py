@@ -13,7 +13,7 @@ mode refused the same kernel; any other exception is a "crash". Campaigns:
 Budget: WIDE_QUICK_SEEDS are small kernels that together write every construct of
 WIDE_CORE_FEATURES (those named in issue reports of silently wrong derivatives); none gets the
 dense Hessian (seed % 20 == 7), one gets hvp, one vjp. About 50 s on one core (the file runs
-on one xdist worker) while moonlite still refuses namedtuples and jitclasses; compiling
+in a process of its own) while moonlite still refuses namedtuples and jitclasses; compiling
 derivatives it refuses today will add to that.
 Seeds 0-199 of the profile write every construct of WIDE_FEATURES (a generator test below).
 The checker's own tests patch moonlite's API to pretend refusals and wrong numbers on a tiny

@@ -3,7 +3,7 @@ test_systematic.py and JAX's lax_autodiff_test.py): every registered primitive o
 variants, checked with moonlite's rule checker in every mode: forward mode (jvp) against central
 differences, reverse mode (grad) by the dot-product identity against them, second order (hvp)
 against differences of the gradient. (vjp's split of the same reverse rule is checked by the
-corpus and rule tests.) The tests are in test_systematic_*.py, one file per xdist worker.
+corpus and rule tests.) The tests are in test_systematic_*.py, one file per process (tests/run.py).
 
 Variants: 0-d (a Python float and a 0-d array) to 3-d arrays, float64 and float32,
 broadcasting shapes, axes including negative ones, offsets and diagonals, joins along every
