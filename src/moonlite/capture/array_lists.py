@@ -153,29 +153,38 @@ class ArrayLists:
         entry there replaced."""
         self._check_entry_type(lst, value.type)
         b = self.b
-        (flat, places, used), length = self._state(lst)
-        shape = b.getattr(value, "shape")
-        size = _product(b, [b.tuple_getitem(shape, j) for j in range(lst.element.ndim)])
-        bigger, at = self._room(flat, places, used, length, size)
-        if lst.element.ndim == 1:
-            numbers = value
-        elif lst.element.layout == "F":  # (the numbers of its C-ordered transpose: a view)
-            transpose = b.getattr(value, "T")
-            numbers = b.call(np.reshape, [transpose, b.build_tuple([size])], None, flat.type)
-        elif value.type.layout == "C":
-            numbers = b.call(np.reshape, [value, b.build_tuple([size])], None, flat.type)
-        else:  # (numba's ravel of an array not typed C copies it, in C order)
-            numbers = b.call(np.ravel, [value], None, flat.type)
-        stop = b.add(at, size)
-        write = b.setitem(bigger, b.build_slice(at, stop, b.const(None, none)), numbers)
-        self.array_list_ops.add(id(write))
-        self.array_appends.append((write, value))
+        state = self._state(lst)
+        # (an F entry: the numbers of its C-ordered transpose, a view)
+        written = b.getattr(value, "T") if lst.element.layout == "F" else value
+        bigger, at, stop, shape, size = self._append_numbers(state, value, written)
+        (flat, places, used), length = state
         places = self._list_value(placed, [flat, places, used, length, size,
                                            b.const(1 if opens else 0, int64), position, at,
                                            shape, b.const(shifts, boolean)], places.type)
         if opens:
             length = b.add(length, b.const(1, int64))
         self.list_state[lst] = ((bigger, places, stop), length)
+
+    def _append_numbers(self, state, array: Value, written: Value):
+        """`written`'s numbers copied in C order after those the list's buffer holds (into a
+        bigger buffer if they do not fit), recorded as a write of `array`'s: returns the
+        buffer, where they start and stop, and `array`'s shape and size."""
+        b = self.b
+        (flat, places, used), length = state
+        shape = b.getattr(array, "shape")
+        size = _product(b, [b.tuple_getitem(shape, j) for j in range(array.type.ndim)])
+        bigger, at = self._room(flat, places, used, length, size)
+        if written.type.ndim == 1:
+            numbers = written
+        elif written.type.layout == "C":
+            numbers = b.call(np.reshape, [written, b.build_tuple([size])], None, flat.type)
+        else:  # (numba's ravel of an array not typed C copies it, in C order)
+            numbers = b.call(np.ravel, [written], None, flat.type)
+        stop = b.add(at, size)
+        write = b.setitem(bigger, b.build_slice(at, stop, b.const(None, none)), numbers)
+        self.array_list_ops.add(id(write))
+        self.array_appends.append((write, array))
+        return bigger, at, stop, shape, size
 
     def _check_entry_type(self, lst, t) -> None:
         # (a list typed "A" takes entries of every layout, a.T too: they are copied into the
@@ -254,18 +263,9 @@ class ArrayLists:
         self._check_entry_type(lst, ArrayType(t.dtype, t.ndim - 1,
                                               "C" if t.layout == "C" else "A"))
         b = self.b
-        (flat, places, used), length = self._state(lst)
-        shape = b.getattr(rows, "shape")
-        size = _product(b, [b.tuple_getitem(shape, j) for j in range(t.ndim)])
-        bigger, at = self._room(flat, places, used, length, size)
-        if t.layout == "C":
-            numbers = b.call(np.reshape, [rows, b.build_tuple([size])], None, flat.type)
-        else:  # (numba's ravel of an array not typed C copies it, in C order)
-            numbers = b.call(np.ravel, [rows], None, flat.type)
-        stop = b.add(at, size)
-        write = b.setitem(bigger, b.build_slice(at, stop, b.const(None, none)), numbers)
-        self.array_list_ops.add(id(write))
-        self.array_appends.append((write, rows))
+        state = self._state(lst)
+        bigger, at, stop, shape, size = self._append_numbers(state, rows, rows)
+        (flat, places, used), length = state
         places = self._list_value(places_of_rows, [flat, places, used, length, size, at, shape],
                                   places.type)
         count = b.tuple_getitem(shape, 0)
