@@ -71,6 +71,7 @@ def _variant_maker(f, api: str, argnames: list, plain, retry, options: tuple):
                 name, argnames, plain, strong, argtypes),
                 bool(f.targetoptions.get("boundscheck")))
             disp.origin = plain  # what `moonlite.jvp(g, ...)` inside njit code means by `g`
+            disp.takes_parameters_of = plain.takes_parameters_of
             attach_disk_cache(disp, f, (api, *options, "in njit"))
             made.append(disp)
         return made[0]

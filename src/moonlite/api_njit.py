@@ -21,7 +21,7 @@ from .api_calls import _jvp_dispatcher, jvp
 from .api_higher import _plain_hvp_dispatcher, hvp
 from .api_instance_outputs import fields_kernel, njit_rebuilders, returned_instance_type_at
 from .api_instance_pullback import instance_pullback_maker
-from .api_vjp import _vjp_dispatcher, vjp
+from .api_vjp import _vjp_dispatcher, given_parameters_kernel, vjp
 
 types = nb.types
 
@@ -76,7 +76,7 @@ _overload_calling(hvp, _plain_hvp_dispatcher)
 
 @nb.overload(vjp)
 def _vjp_in_njit(f, *primals):
-    kernel = _njit_function(f, "vjp")
+    kernel = given_parameters_kernel(_njit_function(f, "vjp"), len(primals))
     returned = returned_instance_type_at(kernel, tuple(primals))
     if returned is None:
         disp = _vjp_dispatcher(kernel)

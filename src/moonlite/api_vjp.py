@@ -21,6 +21,7 @@ the compiled pullback once, and a second call raises.
 from __future__ import annotations
 
 import contextlib
+import inspect
 
 import numpy as np
 
@@ -58,6 +59,7 @@ def vjp(f, *primals):
     Python; from the second on, `vjp` is one call of a compiled dispatcher (`_vjp_dispatcher`),
     which costs a compile once and microseconds per call (docs/user-guide.md).
     """
+    f = given_parameters_kernel(f, len(primals))
     caller = api_entry(f, _VJP_DISPATCHER)
     if caller is None:
         _check_njit(f, "vjp")
@@ -80,6 +82,31 @@ def vjp(f, *primals):
             return _instance_vjp(f, primals)
         _checked_split(f, primals)  # raises the precise error when it finds one
         raise
+
+
+def given_parameters_kernel(f, n: int):
+    """`f`, or for a call passing only its first `n` parameters and leaving the rest to their
+    defaults, an njit function of those `n` calling `f` with them: its vjp's pullback returns
+    cotangents of the given primals only (the dispatcher's stub has no defaults, and its
+    pullback would also return cotangents of the defaults)."""
+    code = getattr(getattr(f, "py_func", None), "__code__", None)
+    if code is None or code.co_flags & inspect.CO_VARARGS or code.co_kwonlyargcount:
+        return f
+    if not code.co_argcount - len(f.py_func.__defaults__ or ()) <= n < code.co_argcount:
+        return f
+    return api_cached(f, ("given parameters", n), lambda: _call_with_first(f, n))
+
+
+def _call_with_first(f, n: int):
+    names = ", ".join(f.py_func.__code__.co_varnames[:n])
+    name = f.py_func.__name__
+    scope = {"_moonlite_kernel": f}
+    source = f"def {name}({names}):\n    return _moonlite_kernel({names})\n"
+    exec(compile(source, f"<moonlite: {name} with its first {n} parameters>", "exec"), scope)
+    scope[name].__qualname__ = f.py_func.__qualname__
+    options = f.targetoptions
+    return nb.njit(error_model=options.get("error_model", "python"),
+                   boundscheck=bool(options.get("boundscheck")))(scope[name])
 
 
 def _first_vjp_or_instance(f, primals: tuple):

@@ -295,8 +295,44 @@ class DerivedDispatcher(_QuietCompile, nb.CPUDispatcher):
 
     # The Python function whose parameters (with their defaults) this one takes, set by the
     # API (`grad(f)` takes f's): a call leaving defaulted ones out is made again with them
-    # (the stub numba compiles has no defaults). Calls from njit code pass every argument.
+    # (the stub numba compiles has no defaults); inside njit code the call passes them as
+    # constants (`get_call_template`).
     takes_parameters_of = None
+
+    def get_call_template(self, args, kws):
+        """numba's typing of a call inside njit code. One leaving out parameters with defaults
+        is typed as a call passing them: numba folds the call's arguments with the signature
+        returned, whose defaults it then passes as constants of their types. (numba's own
+        folding would type them `Omitted`, for which the derivative is not derived.)"""
+        filled = self._filled_types(args, kws)
+        if filled is None:
+            return super().get_call_template(args, kws)
+        pysig, argtypes = filled
+        self.compile(argtypes)
+        name = self.py_func.__name__
+        template = nb.make_concrete_template(f"CallTemplate({name})", key=name,
+                                             signatures=self.nopython_signatures)
+        return template, pysig, argtypes, {}
+
+    def _filled_types(self, args: tuple, kws: dict):
+        """(the signature with defaults, every argument's type) of a call from njit code
+        leaving defaulted parameters out; None for any other call."""
+        if self.takes_parameters_of is None:
+            return None
+        pysig = inspect.signature(self.takes_parameters_of)
+        try:
+            bound = pysig.bind(*args, **kws)
+        except TypeError:
+            return None
+        given = dict(bound.arguments)
+        if len(given) == len(pysig.parameters) \
+                or any(p.kind != p.POSITIONAL_OR_KEYWORD for p in pysig.parameters.values()):
+            return None
+        try:
+            return pysig, tuple(given[name] if name in given else nb.typeof(p.default)
+                                for name, p in pysig.parameters.items())
+        except ValueError:  # a default numba has no type for: numba's own error follows
+            return None
 
     def _with_defaults(self, args: tuple, kws: dict):
         """`args` and `kws` as one positional tuple with the omitted defaults filled in, or
