@@ -11,8 +11,10 @@ import numpy as np
 
 from .. import _numba as nb
 from ..ir import ops
-from ..ir.types import BoolType, FloatType, IntType, none
+from ..ir.types import ArrayType, BoolType, FloatType, IntType, TupleType, int64, none
+from ..ir.typing import TypingFailure, call_result_type
 from ..rules.jitclasses import is_jitclass
+from ..rules.records import record_places
 from . import rewrites
 from . import statics as st
 from .constructs import jitclass_method
@@ -22,6 +24,8 @@ from .record_fields import is_record_array_type
 nbt = nb.types
 
 NUMBER_TYPES = (FloatType, IntType, BoolType)
+# numpy functions of a float array moving its entries that no rule covers: gathered
+_GATHERED = (np.take, np.delete, np.repeat, np.append)
 
 
 class CallReads:
@@ -104,10 +108,61 @@ class CallReads:
                 moved = self.at_least_records(fn, args[0], result_type)
             if moved is not None:
                 return moved
+        if fn in _GATHERED and not kws:
+            moved = self.moved_numbers(fn, args, result_type)
+            if moved is not None:
+                return moved
         rewritten = rewrites.rewrite_call(self.b, fn, args, kws, result_type)
         if rewritten is not None:
             return rewritten
         return self.b.call(fn, args, kws, result_type)
+
+    def moved_numbers(self, fn, args: list, result_type):
+        """`np.take(a, idx)`, `np.delete(a, idx)`, `np.repeat(a, k)` (and the methods) of a
+        float array: `fn` called on the places of a's entries (numba's own index rules:
+        wrapped, checked, flattened) and a's numbers gathered from the places it returns, a
+        float gather every mode follows (as `move_records` does for structured arrays). None
+        for other arguments."""
+        if fn is np.append:
+            return self._appended_numbers(args, result_type)
+        a, rest = args[0], args[1:]
+        if not (isinstance(a.type, ArrayType) and isinstance(a.type.dtype, FloatType)) \
+                or any(isinstance(r.type, ArrayType) and not isinstance(r.type.dtype, IntType)
+                       for r in rest):
+            return None
+        b = self.b
+        places = b.call(record_places, [a, b.const(0, int64)], None,
+                        ArrayType(int64, a.type.ndim, "C"))
+        try:
+            moved_type = call_result_type(fn, [places.type] + [r.type for r in rest])
+        except TypingFailure:
+            return None
+        moved = b.call(fn, [places, *rest], None, moved_type)
+        flat = b.call(np.ravel, [a], None, ArrayType(a.type.dtype, 1, "C"))
+        if isinstance(moved_type, IntType):  # np.take(a, 3): one number
+            return b.getitem(flat, moved, type=result_type)
+        gathered = b.getitem(flat, b.call(np.ravel, [moved], None, ArrayType(int64, 1, "C")),
+                             type=ArrayType(a.type.dtype, 1, "C"))
+        if moved_type.ndim == 1:
+            return gathered
+        shape = b.getattr(moved, "shape", TupleType((int64,) * moved_type.ndim))
+        return b.call(np.reshape, [gathered, shape], None, result_type)
+
+    def _appended_numbers(self, args: list, result_type):
+        """`np.append(a, v)` of a float array and an array or a number of its dtype: numba's
+        flattens both and joins them, as `np.concatenate` of the two ravelled does."""
+        if len(args) != 2 or not isinstance(args[0].type, ArrayType):
+            return None
+        (a, v), b = args, self.b
+        flat = ArrayType(a.type.dtype, 1, "C")
+        if isinstance(v.type, ArrayType) and v.type.dtype == a.type.dtype:
+            tail = b.call(np.ravel, [v], None, flat)
+        elif v.type == a.type.dtype and isinstance(v.type, FloatType):
+            tail = b.call(np.full, [b.const(1, int64), v], None, flat)
+        else:
+            return None
+        head = b.call(np.ravel, [a], None, flat)
+        return b.call(np.concatenate, [b.build_tuple([head, tail])], None, result_type)
 
     def _method_call(self, method: st.BoundMethod, expr, target):
         if jitclass_method(method) is not None:
@@ -124,6 +179,11 @@ class CallReads:
                 and is_record_array_type(method.receiver.type):
             moved = self.move_records(getattr(np, method.name), [method.receiver] + args,
                                       self.type_of(target))
+            if moved is not None:
+                return moved
+        if method.name in ("take", "repeat") and not kws and args:
+            moved = self.moved_numbers(getattr(np, method.name), [method.receiver] + args,
+                                       self.type_of(target))
             if moved is not None:
                 return moved
         if rewrites.rewrite_method(self.b, method.name, method.receiver, args, kws):
