@@ -163,3 +163,29 @@ def test_np_average_becomes_mean_or_a_weighted_sum():
     check_rule(averages, x, w, second_order=True)
     with pytest.raises(ZeroDivisionError, match="Weights sum to zero"):
         moonlite.grad(averages)(x, np.zeros(4))  # raised as numba's np.average raises
+
+
+@numba.njit
+def wrapped_phases(x, period):
+    s = 0.0
+    for i in range(x.size):
+        turns, phase = divmod(x[i], period)
+        s += phase * phase + turns * x[i]
+    return s
+
+
+@numba.njit
+def int_divmod(n, x):
+    q, r = divmod(n, 3)
+    return x * q + r
+
+
+def test_divmod_is_floor_division_and_remainder_in_every_mode():
+    """`divmod(x, p)` was refused by name though `//` and `%` were differentiated (found by a
+    helper's hunt): captured as `(x // p, x % p)`."""
+    x = np.array([0.3, 2.7, -1.4, 5.1])
+    fn = moonlite.capture(wrapped_phases, x, 1.3)
+    assert divmod not in _callees(fn)
+    assert moonlite.lower(fn)(x, 1.3) == wrapped_phases(x, 1.3)
+    check_rule(wrapped_phases, x, 1.3, second_order=True)
+    assert moonlite.grad(int_divmod, argnums=1)(7, 2.0) == 2.0

@@ -109,6 +109,8 @@ def rewrite_call(b: Builder, fn, args: list, kws: dict, result_type) -> Optional
     """The call's value computed by simpler IR, or None to keep the call."""
     if fn is builtins.sum and len(args) == 1 and not kws:
         return _builtin_sum(b, args[0], result_type)
+    if fn is builtins.divmod and len(args) == 2 and not kws:
+        return _divmod(b, args, result_type)
     if fn in (np.array, np.asarray) and len(args) == 1 and not kws \
             and _number_tuple(args[0].type):
         return array_from_tuple(b, args[0], result_type)
@@ -211,6 +213,16 @@ def method_as_call(b: Builder, name: str, receiver: Value, args: list, kws: dict
     if fn is None or args or kws or not isinstance(receiver.type, ArrayType):
         return None
     return b.call(fn, [receiver], None, result_type)
+
+
+def _divmod(b: Builder, args: list, result_type) -> Optional[Value]:
+    """`divmod(x, y)` of two numbers of one type: `(x // y, x % y)`, operators every mode
+    differentiates (numba's divmod is refused by name otherwise)."""
+    x, y = args
+    if not (isinstance(result_type, TupleType) and x.type == y.type
+            and all(e == x.type for e in result_type.elements)):
+        return None
+    return b.build_tuple([b.binary(ops.FloorDiv, x, y, x.type), b.binary(ops.Mod, x, y, x.type)])
 
 
 def contiguous_view(b: Builder, fn, a: Value, result_type) -> Optional[Value]:

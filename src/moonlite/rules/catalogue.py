@@ -56,7 +56,11 @@ CAPTURE = frozenset([
     builtins.range, builtins.zip, builtins.enumerate, builtins.slice, builtins.bool,
     builtins.int, builtins.float, builtins.sum, np.float32, np.float64, np.array, np.asarray,
     # numba's returns an Optional: capture calls linalg.matrix_power, njit code, instead
-    np.linalg.matrix_power])
+    np.linalg.matrix_power,
+    # of float arrays: numba's function on the entries' places, the numbers gathered
+    # (capture/calls.py: moved_numbers); of other arguments refused in every mode
+    np.take, np.delete, np.repeat, np.append,
+    builtins.divmod])  # (x // y, x % y)
 
 # seeding writes no array and keeps no value (ad/refusals.EFFECT_FREE_CALLS)
 EFFECT_FREE = frozenset([np.random.seed, random.seed])
