@@ -11,6 +11,8 @@ from __future__ import annotations
 import operator
 from typing import ClassVar, Optional, Sequence
 
+import numpy as np
+
 from ..errors import UNKNOWN_LOC, SourceLoc
 from .core import (ANY, ARRAY, BOOL, INDEX, NUMERIC, SLICE_PART, TUPLE, Block, Op, OperandDef,
                    Terminator, Value)
@@ -29,7 +31,12 @@ def short_name(obj) -> str:
         return name
     if mod.startswith("numpy"):
         sub = mod.split(".")[1] if "." in mod else ""
-        return f"np.{sub}.{name}" if sub in ("linalg", "fft", "random") else f"np.{name}"
+        if sub in ("linalg", "fft", "random"):
+            return f"np.{sub}.{name}"
+        if getattr(np, name, None) is obj or not sub:
+            return f"np.{name}"
+        # (np.polynomial.polynomial.polyval is not np.polyval: its arguments are the other way)
+        return "np." + mod.split(".", 1)[1] + f".{name}"
     return f"{mod}.{name}"
 
 
