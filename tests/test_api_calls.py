@@ -93,6 +93,33 @@ def test_hvp_leaves_written_arrays_alone_and_jvp_writes_them_like_the_primal():
     assert (out, dout) == (12.0, 6.0)
 
 
+@numba.njit
+def triple_in_place(A):
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            A[i, j] = 3.0 * A[i, j] * A[i, j]
+    return np.sum(A)
+
+
+@pytest.mark.parametrize("primal_order, tangent", [
+    ("F", lambda: np.ones((2, 3))),                         # C tangent of an F argument
+    ("C", lambda: np.asfortranarray(np.ones((2, 3)))),      # F tangent of a C argument
+    ("C", lambda: np.ones((2, 6))[:, ::2]),                  # a strided view
+])
+def test_the_tangent_of_a_written_argument_in_another_memory_order_is_updated(primal_order,
+                                                                                 tangent):
+    """The tangent of an argument the kernel writes describes its new value afterwards; one
+    of another memory order than the argument was converted to a copy, which got the new
+    tangent while the caller's array kept the old one (found by a helper's hunt)."""
+    P = np.array(np.arange(1.0, 7.0).reshape(2, 3), order=primal_order)
+    expected = 6.0 * P * tangent()  # d(3 a^2) = 6 a da
+    for _ in range(2):  # the first call and the compiled fast path
+        P2, T2 = P.copy(order=primal_order), tangent()
+        out, dout = moonlite.jvp(triple_in_place, (P2,), (T2,))
+        np.testing.assert_allclose(T2, expected)
+        assert dout == pytest.approx(np.sum(expected))
+
+
 def test_aliased_written_arrays_are_refused_on_the_fast_path():
     x = np.array([1.0, 2.0, 3.0])
     moonlite.jvp(scale_in_place, (x.copy(), 2.0), (np.ones(3), 0.0))

@@ -65,10 +65,20 @@ def unpacked(b: Builder, n: int) -> tuple:
             [b.tuple_getitem(ttuple, i) for i in range(n)])
 
 
-def checked_tangent(b: Builder, primal, tangent, where: str):
+@nb.njit(cache=True)
+def copy_into(target, value):
+    """`target[...] = value` for `value` of `target`'s shape, entry by entry: numba's
+    broadcasting store compiles its shape-mismatch message (numba's int-to-str formatting),
+    1.5 s the first time in a process, for an error that cannot happen here."""
+    for index in np.ndindex(target.shape):
+        target[index] = value[index]
+
+
+def checked_tangent(b: Builder, primal, tangent, where: str, copies: list = None):
     """The value to pass the rule for `tangent` (converted to the primal's float type), None
     for a primal without one; ArgumentError now for a wrong type, at run time for a wrong
-    shape."""
+    shape. A tangent array of another memory order than its primal's is passed as a copy in
+    that order: (the caller's array, the copy) is appended to `copies`."""
     want, got = tangent_type(primal.type), tangent.type
     if want is None:
         if not isinstance(got, NoneType):
@@ -101,7 +111,10 @@ def checked_tangent(b: Builder, primal, tangent, where: str):
                 index = b.build_tuple(whole + [stepped]) if whole else stepped
                 return b.getitem(tangent, index, want)
             order = np.ascontiguousarray if want.layout == "C" else np.asfortranarray
-            return b.call(order, [tangent], type=want)
+            converted = b.call(order, [tangent], type=want)
+            if copies is not None:
+                copies.append((tangent, converted))
+            return converted
         return tangent
     if is_float_record(want) and got == want:
         return tangent  # a record of the same type (records of other types: below)
@@ -110,7 +123,7 @@ def checked_tangent(b: Builder, primal, tangent, where: str):
         entries = []
         for k in range(len(want.elements)):
             entry = checked_tangent(b, b.tuple_getitem(primal, k), b.tuple_getitem(tangent, k),
-                                    f"{where}[{k}]")
+                                    f"{where}[{k}]", copies)
             entries.append(b.const(None, none) if entry is None else entry)
         return b.build_tuple(entries)
     raise ArgumentError(f"{where}: the tangent has type {got}; expected {want}")
@@ -207,12 +220,17 @@ def _jvp_ir(f, argtypes: tuple):
                              ["primals", "tangents"], rule.ir.return_type)
     b.position_at_end(b.new_block("entry"))
     P, T = unpacked(b, len(primals))
-    passed = [checked_tangent(b, p, t, f"jvp({qualname}): tangent {i}")
+    written = rule.written()
+    copies = [[] for _ in P]
+    passed = [checked_tangent(b, p, t, f"jvp({qualname}): tangent {i}", copies[i])
               for i, (p, t) in enumerate(zip(P, T))]
     # forward mode writes in place; a forward rule computes what it writes when asked
-    alias_checks(b, P, T, rule.written(), qualname, copy=False,
-                 names=parameter_names_of(f, len(P)))
-    b.ret(b.call(rule, P + [t for t in passed if t is not None], type=rule.ir.return_type))
+    alias_checks(b, P, T, written, qualname, copy=False, names=parameter_names_of(f, len(P)))
+    out = b.call(rule, P + [t for t in passed if t is not None], type=rule.ir.return_type)
+    for i in written:  # the new tangent of a written argument, into the caller's array
+        for caller_array, copy in copies[i]:
+            b.call(copy_into, [caller_array, copy], type=none)
+    b.ret(out)
     # one function: numba leaks a reference to an array argument when a callee raises
     return inline_njit_calls(b.function, keep=lambda callee: callee is not rule,
                              context=PASS_CONTEXT)

@@ -30,6 +30,7 @@ from .ad.guards import (any_shared_memory, check_aliasing, deferred_interrupts, 
                         copy_back, private_copies)
 from .ad.nan_retry import has_nan, note_nan_array, note_nan_float
 from .api import _check_arguments, _check_njit, compile_lock, instance_type_of
+from .api_calls import copy_into
 from .api_instance_outputs import (instance_output_vjp, returned_instance_type,
                                    returned_instance_type_at)
 from .api_instances import flat_kernel, flattenable, python_flat_values, python_instances
@@ -497,15 +498,6 @@ def _out_of(pb):
 
 
 # --- the compiled vjp ---------------------------------------------------------------------------
-
-@nb.njit(cache=True)
-def copy_into(target, value):
-    """`target[...] = value` for `value` of `target`'s shape, entry by entry: numba's
-    broadcasting store compiles its shape-mismatch message (numba's int-to-str formatting),
-    1.5 s the first time in a process, for an error that cannot happen here."""
-    for index in np.ndindex(target.shape):
-        target[index] = value[index]
-
 
 def _vjp_dispatcher(f):
     """The DerivedDispatcher `vjp_f(*primals) -> (out, pullback)`, derived per signature
