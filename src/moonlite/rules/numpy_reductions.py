@@ -276,7 +276,7 @@ def _norm_rule(b, primals, tangents, kwargs):
             raise RuleNotApplicable("a norm with an order is differentiated for vectors, in "
                                     "the vector (not the order)")
         return b.call(np.sum, [b.mul(b.call(vector_norm_gradient, primals), dx)])
-    return b.div(b.call(np.sum, [b.mul(x, dx)]), b.call(np.linalg.norm, [x]))
+    return b.call(np.sum, [b.mul(b.call(norm_direction, [x]), dx)])
 
 
 def _norm_adjoint(rv, op) -> None:
@@ -292,8 +292,20 @@ def _norm_adjoint(rv, op) -> None:
     if len(args) == 2:
         gradient = rv.b.call(vector_norm_gradient, [x, rv.recall(args[1])])
         return rv.send(operand, rv.b.mul(gradient, dy))
-    norm = rv.b.call(np.linalg.norm, [x])
-    rv.send(operand, rv.b.mul(x, rv.b.div(dy, norm)))
+    rv.send(operand, rv.b.mul(rv.b.call(norm_direction, [x]), dy))
+
+
+@nb.njit(cache=True)
+def norm_direction(x):
+    """x / np.linalg.norm(x) (the default norm's derivative), 0 at x = 0: a kink, where 0 is
+    what the strong products give np.sqrt(np.sum(x * x)); 0 / 0 gave nan (a pairwise
+    energy over every pair i, j, i == j included, had an all-nan gradient)."""
+    norm = np.linalg.norm(x)
+    out = np.zeros(x.shape, x.dtype)
+    if norm != 0.0:
+        out += x
+        out /= norm
+    return out
 
 
 @nb.njit(cache=True)
@@ -311,7 +323,8 @@ def vector_norm_gradient(x, order):
         out[:] = np.sign(x)
     elif p != 0.0:
         norm = np.linalg.norm(x, order)
-        out[:] = np.sign(x) * np.abs(x) ** (p - 1.0) / norm ** (p - 1.0)
+        if norm != 0.0:  # (0 at x = 0, as norm_direction)
+            out[:] = np.sign(x) * np.abs(x) ** (p - 1.0) / norm ** (p - 1.0)
     return out
 
 

@@ -124,9 +124,17 @@ defpartials(np.arctan, lambda b, x: _reciprocal(b, b.add(_one(b, x), _square(b, 
 defpartials(np.arctan2,
             lambda b, y, x: b.div(x, b.add(_square(b, x), _square(b, y))),
             lambda b, y, x: b.neg(b.div(y, b.add(_square(b, x), _square(b, y)))))
-defpartials(np.hypot,
-            lambda b, x, y: b.div(x, _np(b, np.hypot, x, y)),
-            lambda b, x, y: b.div(y, _np(b, np.hypot, x, y)))
+def _over_hypot(b, v, x, y):
+    """v / hypot(x, y), 0 where x and y are both 0: a kink, where 0 is what the strong
+    products give np.sqrt(x * x + y * y) (0 / 0 sent nan back through the partials)."""
+    h = _np(b, np.hypot, x, y)
+    zero = b.binary(ops.Eq, h, _const(b, 0, h))
+    return b.div(v, _np(b, np.where, zero, _const(b, 1, h), h) if _is_array(h)
+                 else b.select(zero, _const(b, 1, h), h))
+
+
+defpartials(np.hypot, lambda b, x, y: _over_hypot(b, x, x, y),
+            lambda b, x, y: _over_hypot(b, y, x, y))
 defpartials(np.square, lambda b, x: b.mul(_const(b, 2, x), x), bounded=True)
 
 
