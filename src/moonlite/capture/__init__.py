@@ -46,16 +46,18 @@ def _capture_types(f, argtypes: tuple) -> Function:
                     bool(options.get("boundscheck"))).run()
 
 
-def capture_with_list_columns(f, argtypes: tuple) -> Function:
+def capture_with_list_columns(f, argtypes: tuple, returns_list: bool = False) -> Function:
     """The column form of njit `f` for numba argument types holding lists: each list
-    parameter given as its buffers and its length (`list_helpers.py`)."""
+    parameter given as its buffers and its length; with `returns_list`, the form of `f`
+    returning the buffers and length of the list it builds (`list_helpers.py`)."""
     with phase("capture"):
         check_frozen_globals(f, tuple(argtypes))
         _, folded = f._compiler.fold_argument_types(tuple(argtypes), {})
         typed = _type(f, tuple(folded))
         options = f.targetoptions
         return Importer(f.py_func, typed, options.get("error_model", "python"),
-                        bool(options.get("boundscheck")), list_params=True).run()
+                        bool(options.get("boundscheck")), list_params=not returns_list,
+                        returns_list=returns_list).run()
 
 
 def _type(f, argtypes: tuple) -> TypedIR:

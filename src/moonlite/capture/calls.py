@@ -87,6 +87,8 @@ class CallReads:
             if folded is not None:
                 args, kws = folded, {}
         args = self._coerced_to_signature(args, self.calltypes.get(expr))
+        if nb.is_njit_dispatcher(fn) and isinstance(self.typemap[target.name], nbt.List):
+            return self.list_from_helper(fn, args, kws, target)
         fn, args = self.helper_call(fn, args, kws)
         result_type = self.type_of(target)
         if fn in (np.copy, np.ravel) and len(args) == 1 and not kws \

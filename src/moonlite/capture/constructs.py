@@ -25,8 +25,9 @@ from . import statics as st
 from .iterators import check_unpack_length
 from ..rules.jitclasses import is_numba_instance_type, maker_for
 from .jitclasses import constructor_of, structref_fields
-from .list_helpers import ListArgument, RecursiveColumnForm, column_form, needs_column_form
-from .lists import GrowingList
+from .list_helpers import (ListArgument, RecursiveColumnForm, column_form, list_returning_form,
+                           needs_column_form)
+from .lists import GrowingList, _appendable
 
 nbt = nb.types
 
@@ -317,6 +318,45 @@ class ConstructReads:
             self.unsupported(f"a recursive function, {fn.__name__}(), given a list of tuples "
                              "or of arrays", "walk the list in a loop, or pass the helper a "
                              "preallocated array")
+
+    def list_from_helper(self, fn, args: list, kws: dict, target) -> GrowingList:
+        """`ys = helper(...)`, a list the njit helper builds and returns: its list-returning
+        form returns the list's buffers and length (`list_helpers.py`), kept here as a list
+        this function built."""
+        list_type = self.typemap[target.name]
+        self.returned_element_check(list_type, fn)
+        if kws or any(isinstance(a, ListArgument) for a in args):
+            self.unsupported(f"a list returned by {fn.__name__}(), given a list or keywords "
+                             "moonlite cannot put in position", "pass the helper's "
+                             "arguments by position, and give it arrays rather than lists")
+        try:
+            form = list_returning_form(fn, tuple(a.type.to_numba() for a in args))
+        except RecursiveColumnForm:
+            self.unsupported(f"a recursive function, {fn.__name__}(), returning a list",
+                             "build the list in a loop")
+        lst = self._new_list(list_type.dtype)
+        columns = lst.buffer_types
+        state = self.b.call(form, args, None, TupleType((*columns, int64)))
+        self.list_state[lst] = (tuple(self.b.tuple_getitem(state, k)
+                                      for k in range(len(columns))),
+                                self.b.tuple_getitem(state, len(columns)))
+        return lst
+
+    def returned_element_check(self, list_type, fn=None) -> None:
+        name = (fn or self.py_func).__name__
+        if not _appendable(list_type.dtype):
+            self.unsupported(f"a list of {list_type.dtype} returned by {name}() (a list of "
+                             "arrays holds references the caller could write through)",
+                             "return an array with one more dimension, or build the list in "
+                             "the caller")
+
+    def returned_list_state(self, bound) -> Value:
+        """What the list-returning form returns: the returned list's buffers and length."""
+        if not isinstance(bound, GrowingList) or bound in self.given_lists:
+            self.unsupported(f"{self.py_func.__name__}() returning a list it does not build",
+                             "build the list in the function that returns it")
+        buffers, length = self._state(bound)
+        return self.b.build_tuple([*buffers, length])
 
     def refuse_list_returned(self, fn, expr, target) -> None:
         """A helper given a list built by append must not return a list (it would be the

@@ -50,11 +50,14 @@ class Importer(CallReads, Parameters, ConstructReads, GrowingLists, LoopReads, R
     """One use: `Importer(dispatcher, typed).run()` returns the moonlite Function."""
 
     def __init__(self, py_func, typed: TypedIR, error_model: str = "python",
-                 boundscheck: bool = False, list_params: bool = False):
+                 boundscheck: bool = False, list_params: bool = False,
+                 returns_list: bool = False):
         self.py_func = py_func
         self.boundscheck = boundscheck
         # list parameters given as their buffers and lengths (`list_helpers.py`)
         self.list_params = list_params
+        # the list returned as its buffers and length (`list_helpers.py`)
+        self.returns_list = returns_list
         # numba's default error model raises ZeroDivisionError for scalar division by zero:
         # such divisions are marked `checked` (derived code compiles with numpy's model)
         self.checks_division = error_model == "python"
@@ -291,6 +294,9 @@ class Importer(CallReads, Parameters, ConstructReads, GrowingLists, LoopReads, R
         self.b.branch(cond, self.blocks[stmt.truebr], self.blocks[stmt.falsebr])
 
     def on_return(self, stmt) -> None:
+        if self.returns_list:
+            self.b.ret(self.returned_list_state(self.lookup(stmt.value)))
+            return
         self.b.ret(self._coerce(self.value(stmt.value), self.b.function.return_type))
 
     def on_static_raise(self, stmt) -> None:
@@ -418,6 +424,8 @@ class Importer(CallReads, Parameters, ConstructReads, GrowingLists, LoopReads, R
         return self.b.unary(cls, value, self.type_of(target))
 
     def ex_cast(self, expr, target):
+        if self.returns_list:  # (the list itself: `on_return` returns its buffers)
+            return self.lookup(expr.value)
         return self.value(expr.value)  # return casts happen at `ret`, to the declared type
 
     def ex_phi(self, expr, target):

@@ -1,4 +1,5 @@
-"""njit helpers given a list of tuples or of arrays built by append (issue #20).
+"""njit helpers given a list of tuples or of arrays built by append, and njit helpers returning
+a list they build (issue #20).
 
 A list of numbers passed to an njit helper goes as the array view of its entries: numba compiles
 the helper for that array, which reads and writes like the list (`constructs.py`). A list of
@@ -15,6 +16,13 @@ list's writes are) and passes the list on to other helpers; length changes (`app
 The column form is moonlite IR lowered to a numba dispatcher that keeps that IR, so the caller
 calls it like any njit function and every AD mode reads its IR (as for a derived rule). One
 column form is made per helper and argument types.
+
+A helper that builds a list of numbers or of tuples of numbers and returns it (a neighbour
+list: `for j in near(pos, i)`) is called through its *list-returning form*
+(`Importer(returns_list=True)`): the same capture, with the returned list's buffers and length
+returned in its place; the caller keeps them as a list it built itself, which it may read,
+walk, append to or pass on. Lists of arrays returned are refused: their entries are references
+to arrays the caller could write, which the caller's copies would not see.
 """
 
 from __future__ import annotations
@@ -26,13 +34,15 @@ from .. import _numba as nb
 
 nbt = nb.types
 
-# Set by the capture package: the column form's IR, `capture_with_list_columns(f, argtypes)`.
+# Set by the capture package: the column form's IR, `capture_with_list_columns(f, argtypes)`
+# (with `returns_list=True`, the form returning the list it builds).
 capture_columns = None
 # Set by the driver (which may import the lowering): moonlite IR -> a numba dispatcher that
 # keeps it, compiled at its first call.
 compile_ir = None
 
 _column_forms: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_list_returning_forms: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 @dataclass(eq=False)
@@ -59,14 +69,29 @@ _being_made = object()
 def column_form(helper, argtypes: tuple):
     """The dispatcher running `helper` with its list parameters given as buffers and lengths
     (`argtypes`: numba's types of the call's arguments, the lists as lists)."""
-    forms = _column_forms.setdefault(helper, {})
+    return _form(_column_forms, helper, argtypes, returns_list=False)
+
+
+def list_returning_form(helper, argtypes: tuple):
+    """The dispatcher running `helper`, which builds a list of numbers or tuples of numbers
+    and returns it, returning instead that list's buffers and length: the caller keeps them
+    as a list of its own (`ConstructReads.list_from_helper`). Entries are values, so the
+    caller's list holds what the helper's would."""
+    return _form(_list_returning_forms, helper, argtypes, returns_list=True)
+
+
+def _form(made: "weakref.WeakKeyDictionary", helper, argtypes: tuple, returns_list: bool):
+    """One form per helper and argument types, kept in `made`; RecursiveColumnForm if the
+    helper's own form is needed while it is being made."""
+    forms = made.setdefault(helper, {})
     form = forms.get(argtypes)
     if form is _being_made:
         raise RecursiveColumnForm()
     if form is None:
         forms[argtypes] = _being_made
         try:
-            form = forms[argtypes] = compile_ir(capture_columns(helper, argtypes))
+            form = forms[argtypes] = compile_ir(capture_columns(helper, argtypes,
+                                                                returns_list=returns_list))
         finally:
             if forms.get(argtypes) is _being_made:
                 del forms[argtypes]

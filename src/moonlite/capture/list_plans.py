@@ -39,8 +39,12 @@ class ListAnalysis:
     """Alias classes of numba variables (a variable, its copies and numba's phis of it), the
     lists among them that are mutated, and their loop plans."""
 
-    def __init__(self, blocks: dict, typemap: dict):
+    def __init__(self, blocks: dict, typemap: dict, returns_list: bool = False):
         self.parent: dict = {}
+        # a helper's form returning its list (`list_helpers.py`): what it returns is a list
+        # kept as a growing list, a literal too
+        self._returns_list = returns_list
+        self._helper_results: list = []  # variables bound to what an njit function returns
         builds, mutated, appends, iternexts, self._getiters = {}, set(), [], [], []
         self._extended: set = set()  # lists that grow by more than appends: no plan
         self._resizes: list = []  # (label, variable) of every call that changes a length
@@ -53,6 +57,12 @@ class ListAnalysis:
             for stmt in block.body:
                 self._scan(label, stmt, builds, mutated, appends, iternexts)
         self._lists_extended_by_plus(typemap, mutated)
+        # a list an njit helper returns (`list_helpers.list_returning_form`) arrives with
+        # entries no plan of appends counts
+        for name in self._helper_results:
+            if isinstance(typemap.get(name), nb.types.List):
+                mutated.add(name)
+                self._extended.add(name)
         # a list given to an njit helper (even one never appended to, `f([a, b])`) is kept
         # as a growing list is: the helper is given its entries (`list_helpers.py`); but a
         # literal of arrays nothing changes is given as the tuple of its arrays, references
@@ -122,6 +132,10 @@ class ListAnalysis:
         elif value.op == "call" and nb.is_njit_dispatcher(self._globals.get(value.func.name)):
             self._given.extend(a.name for a in [*value.args, *(v for _, v in value.kws)]
                                if isinstance(a, ir.Var))
+            self._helper_results.append(name)
+        elif value.op == "cast" and self._returns_list:  # (numba's cast before its return)
+            self._union(name, value.value.name)
+            mutated.add(value.value.name)
         elif value.op == "iternext":
             iternexts.append((label, value.value.name))
         elif value.op == "getiter":

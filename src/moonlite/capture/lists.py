@@ -116,7 +116,7 @@ class GrowingLists(ArrayLists):
 
     def _init_growing_lists(self) -> None:
         self._init_array_lists()
-        self.list_analysis = ListAnalysis(self.fir.blocks, self.typemap)
+        self.list_analysis = ListAnalysis(self.fir.blocks, self.typemap, self.returns_list)
         self.appended = self.list_analysis.growing
         self.started_loops: dict = {}  # alias-class root of an iterator -> its CountedLoop
         self.list_state: dict = {}  # GrowingList -> (buffer, length) where the import stands

@@ -36,6 +36,9 @@ class LoopReads:
             self.unsupported("a for loop over a list that changes the same list's length "
                              "(append, extend, +=, insert, pop, remove, clear)",
                              "loop over a copy (`for v in ys.copy():`), or fill a numpy array")
+        if isinstance(self.typemap[expr.value.name], nbt.Generator):
+            self.unsupported("generators (a function that uses `yield`, iterated here)",
+                             "return an array of the values instead of yielding them")
         iterable = self._iterable(self.lookup(expr.value))
         index_type = from_numba(getattr(self.typemap[target.name], "yield_type", nbt.intp))
         try:

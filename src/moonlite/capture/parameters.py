@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import _numba as nb
 from ..ir.builder import Builder
-from ..ir.types import ArrayType, from_numba, int64
+from ..ir.types import ArrayType, TupleType, from_numba, int64
 from ..rules.records import record_view
 from .constructs import StarArgs, is_star_args
 from .list_helpers import is_list_parameter
@@ -44,9 +44,8 @@ class Parameters:
                 names.append(name)
                 types_.append(from_numba(t))
         loc = self._loc(self.fir.loc)
-        b = Builder.new_function(self.py_func.__name__, types_, names,
-                                 from_numba(self.typed.return_type), py_func=self.py_func,
-                                 loc=loc, boundscheck=self.boundscheck)
+        b = Builder.new_function(self.py_func.__name__, types_, names, self._return_type(),
+                                 py_func=self.py_func, loc=loc, boundscheck=self.boundscheck)
         self._arg_values = {}
         self.given_lists = {}  # GrowingList parameter -> (buffer arguments, length argument)
         it = iter(b.function.args)
@@ -60,6 +59,15 @@ class Parameters:
             else:
                 self._arg_values[i] = t if isinstance(t, nbt.Omitted) else next(it)
         return b
+
+    def _return_type(self):
+        """numba's return type; for the form returning a list (`returns_list`), the list's
+        buffers and length."""
+        t = self.typed.return_type
+        if not self.returns_list:
+            return from_numba(t)
+        self.returned_element_check(t)
+        return TupleType((*GrowingList(from_numba(t.dtype), None).buffer_types, int64))
 
     def on_arg(self, value, target):
         bound = self._arg_values[value.index]
