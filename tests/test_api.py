@@ -209,6 +209,20 @@ def test_defaulted_parameters_may_be_left_out():
         moonlite.grad(scaled_sines)()
 
 
+def test_numpy_integers_as_argnums():
+    """`argnums=np.int64(1)` (an index computed with numpy) was refused as no int."""
+    x = np.array([0.3, -0.7, 1.1])
+    assert moonlite.grad(scaled_sines, argnums=np.int64(1))(x) == \
+        pytest.approx(np.sum(x * np.cos(2 * x)))
+    g0, g1 = moonlite.grad(scaled_sines, argnums=(np.int32(0), 1))(x)
+    np.testing.assert_allclose(g0, 2.0 * np.cos(2.0 * x))
+    assert g1 == pytest.approx(np.sum(x * np.cos(2 * x)))
+    np.testing.assert_allclose(moonlite.hessian(scaled_sines, argnums=np.int64(0))(x),
+                               np.diag(-4.0 * np.sin(2 * x)))
+    with pytest.raises(moonlite.ArgumentError, match="argnums must be an int"):
+        moonlite.grad(scaled_sines, argnums=np.bool_(True))
+
+
 def test_vjp_with_defaults_left_out_gives_cotangents_of_the_given_primals():
     """From its second call on, vjp runs a compiled dispatcher, whose stub has no defaults:
     `vjp(f, x)` raised "missing a required argument: 'a'" there, and filling the defaults in

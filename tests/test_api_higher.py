@@ -159,3 +159,17 @@ def test_bad_requests_raise_clear_errors():
         moonlite.hessian(euler_in_place, argnums=1)(np.ones(3), 2)
     with pytest.raises(moonlite.ArgumentError, match="shape"):
         moonlite.hvp(rosenbrock, (np.ones(3),), (np.ones(4),))
+
+
+@numba.njit
+def sine_weighted(x):
+    return np.sum(np.sin(x) * x ** 2)
+
+
+def test_third_order_is_refused_naming_the_order():
+    """jacfwd(hessian(f)) was refused with "no forward rule is registered" for moonlite's own
+    helper, telling the user to write a custom rule for it (found by a helper's hunt)."""
+    x = np.array([0.3, -0.6, 1.1])
+    with pytest.raises(moonlite.UnsupportedError, match="derivatives of third order") as info:
+        moonlite.jacfwd(moonlite.hessian(sine_weighted))(x)
+    assert "custom_jvp" not in str(info.value)

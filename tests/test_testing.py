@@ -56,3 +56,15 @@ def only_ints_written(p, rate):
 
 def test_a_structured_argument_whose_int_fields_alone_are_written_has_no_written_tangent():
     check_jvp(only_ints_written, _cells(), 0.3)
+
+
+def test_a_bare_assertion_inside_the_call_is_not_reported_as_a_wrong_derivative():
+    """numba's own `assert`s (a 2-D mask it cannot lower) came out of check_rule as
+    "forward mode (check_jvp) failed: " with an empty message, read as a wrong derivative
+    (found by a helper's hunt)."""
+    def failing(*args, **kwargs):
+        raise AssertionError()
+
+    with pytest.raises(AssertionError, match="the call itself failed") as info:
+        testing._checking("forward mode (check_jvp)", failing)
+    assert isinstance(info.value.__cause__, AssertionError)

@@ -22,7 +22,7 @@ from .api_drivers import (api_dispatcher, c_order_index, contiguous, driver_func
 from .api_calls import (alias_checks, calls_dispatcher, checked_tangent, compiled_call,
                         parameter_names_of, split_arguments, unpacked)
 from .api_instances import flat_calls_ir, flat_kernel, has_instance_tangent
-from .api_reverse import reverse_rule
+from .api_reverse import check_argnums_form, reverse_rule
 from .driver import PASS_CONTEXT, api_cached, api_entry, derived_hvp_rule
 from .errors import UnsupportedError
 from .ir import Builder
@@ -104,10 +104,11 @@ def hessian(f, argnums: int = 0):
         if known is not None:
             return known
     _check_njit(f, "hessian")
-    if isinstance(argnums, bool) or not isinstance(argnums, int):
+    if isinstance(argnums, tuple):
         raise ArgumentError(f"hessian({f.py_func.__qualname__}): argnums must be an int, got "
                             f"{argnums!r} (a Hessian with "
                             f"respect to several arguments: pack them into one array)")
+    argnums = check_argnums_form(f, argnums, "hessian")
     return _hessian_dispatcher(f, argnums, strong_zeros=False)
 
 

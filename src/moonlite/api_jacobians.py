@@ -45,7 +45,7 @@ def _jacobian(f, argnums, api: str, strong_zeros: bool = False):
         if known is not None:
             return known
     _check_njit(f, api)
-    check_argnums_form(f, argnums, api)
+    argnums = check_argnums_form(f, argnums, api)
     names = list(inspect.signature(f.py_func).parameters)
 
     def derive(argtypes: tuple):

@@ -9,9 +9,11 @@ compiles a small wrapper that seeds the output's adjoint with 1 and picks the gr
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import linecache
 import numbers
+import operator
 
 import numpy as np
 
@@ -59,12 +61,16 @@ def plain_argnums(argnums) -> bool:
                                     and all(type(n) is int for n in argnums))
 
 
-def check_argnums_form(f, argnums, api: str) -> None:
-    """ArgumentError unless `argnums` is an int or a tuple of ints (bools refused)."""
-    for n in argnums if isinstance(argnums, tuple) else (argnums,):
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise ArgumentError(f"{api}({f.py_func.__qualname__}): argnums must be an int or a "
-                                f"tuple of ints, got {n!r}")
+def check_argnums_form(f, argnums, api: str):
+    """`argnums` as Python ints (numpy's integers too: what `operator.index` takes);
+    ArgumentError unless it is an int or a tuple of ints (bools refused)."""
+    def one(n):
+        if not isinstance(n, (bool, np.bool_)):
+            with contextlib.suppress(TypeError):
+                return operator.index(n)
+        raise ArgumentError(f"{api}({f.py_func.__qualname__}): argnums must be an int or a "
+                            f"tuple of ints, got {n!r}")
+    return tuple(map(one, argnums)) if isinstance(argnums, tuple) else one(argnums)
 
 
 def build_rrule(f, *args):
@@ -105,7 +111,7 @@ def refuse_complex(f, argtypes: tuple, fn) -> None:
 def _gradient_dispatcher(f, argnums, with_value: bool, strong_zeros: bool = False):
     api = "value_and_grad" if with_value else "grad"
     _check_njit(f, api)
-    check_argnums_form(f, argnums, api)
+    argnums = check_argnums_form(f, argnums, api)
     names = list(inspect.signature(f.py_func).parameters)
 
     def derive(argtypes: tuple):

@@ -401,6 +401,10 @@ def _checking(what: str, check, *args, **kwargs) -> None:
     try:
         check(*args, **kwargs)
     except AssertionError as exc:
+        if not str(exc):  # a bare `assert` failing inside numba or moonlite: no wrong number
+            raise AssertionError(f"{what}: the call itself failed (an assertion without a "
+                                 f"message inside numba or moonlite, not a derivative "
+                                 f"disagreeing: see the traceback above)") from exc
         raise AssertionError(f"{what} failed: {exc}") from None
 
 

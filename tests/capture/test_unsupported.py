@@ -30,6 +30,14 @@ def generator(n):
 
 
 @njit
+def sum_of_generated(n):  # a generator of a helper, iterated: refused as one (not as a loop)
+    s = 0
+    for v in generator(n):
+        s += v
+    return s
+
+
+@njit
 def try_except(x):
     try:
         return 1.0 / x
@@ -75,6 +83,7 @@ UNSUPPORTED = [
     (plain_python, (1.0,), "not compiled with @numba.njit", "decorate"),
     (object_mode, (1.0,), "object-mode functions", "@numba.njit"),
     (generator, (3,), "generators", "return an array"),
+    (sum_of_generated, (3,), "generators", "return an array of the values"),
     (try_except, (1.0,), "try/except", "move the try/except"),
     (prints, (1.0,), "print()", "remove the print"),
     (list_repeated, (np.ones(2),), "repeating a list other than of numbers or tuples",

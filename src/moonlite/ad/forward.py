@@ -320,6 +320,14 @@ class _ForwardPass:
 
     def _rule(self, op: Op):
         rule = lookup_jvp(_primitive(op))
+        if rule is None and _is_moonlites_own(_primitive(op)):
+            # (moonlite's helpers inside derived code: third derivatives, forward mode over a
+            # Hessian or over forward mode over a gradient)
+            raise self.unsupported(op, f"differentiating {_describe(op)}, a helper of "
+                                   "moonlite's derived code: derivatives of third order",
+                                   "derivatives of order three and more are not supported: "
+                                   "take Hessians (moonlite.hessian, moonlite.hvp) of the "
+                                   "kernel itself, or finite differences of a Hessian")
         if rule is None:
             raise self.unsupported(op, f"differentiating {_describe(op)}: no forward rule is "
                                    "registered", "write a custom rule (moonlite.custom_jvp), "
@@ -710,3 +718,8 @@ _HANDLERS = {
     **{cls: _ForwardPass.on_primitive for cls in ops.BINARY_OPS},
     **{cls: _ForwardPass.on_primitive for cls in ops.UNARY_OPS},
 }
+
+
+def _is_moonlites_own(callee) -> bool:
+    module = getattr(getattr(callee, "py_func", callee), "__module__", None) or ""
+    return module == "moonlite" or module.startswith("moonlite.")
