@@ -26,7 +26,7 @@ import numpy as np
 
 from . import _numba as nb
 from .api import instance_type_of
-from .api_instances import flattenable, instance_name, python_fields
+from .api_instances import flattenable, instance_name, njit_wrapper, python_fields
 from .driver import api_cached
 from .errors import ArgumentError
 from .rules.jitclasses import fields_of, is_numba_instance_type, maker_for
@@ -83,12 +83,8 @@ def _build_fields_kernel(f, out_type):
     params, args, scope = _same_parameters(f)
     source = f"def {name}({params}):\n    r = kernel({args})\n    return ({reads})\n"
     scope.update(kernel=f, __name__=__name__)
-    exec(compile(source, f"<moonlite: {name} with the fields of its output read out>",
-                 "exec"), scope)
-    scope[name].__qualname__ = f"{f.py_func.__qualname__}.output_fields"
-    options = f.targetoptions
-    return nb.njit(error_model=options.get("error_model", "python"),
-                   boundscheck=bool(options.get("boundscheck")))(scope[name])
+    return njit_wrapper(f, source, "with the fields of its output read out",
+                        f"{f.py_func.__qualname__}.output_fields", scope)
 
 
 def _same_parameters(f) -> tuple:

@@ -96,13 +96,21 @@ def _build_flat_kernel(f, primal_types: tuple) -> FlatKernel:
     name = f.py_func.__name__
     source = f"def {name}({', '.join(params)}):\n    return kernel({', '.join(passed)})\n"
     scope["__name__"] = __name__
-    exec(compile(source, f"<moonlite: {name} with its jitclass arguments passed as their "
-                         f"fields>", "exec"), scope)
-    scope[name].__qualname__ = f"{f.py_func.__qualname__}.with_fields"  # (its disk cache's)
-    options = f.targetoptions
-    fn = nb.njit(error_model=options.get("error_model", "python"),
-                 boundscheck=bool(options.get("boundscheck")))(scope[name])
+    fn = njit_wrapper(f, source, "with its jitclass arguments passed as their fields",
+                      f"{f.py_func.__qualname__}.with_fields", scope)  # (its disk cache's)
     return FlatKernel(fn, tuple(groups), instances)
+
+
+def njit_wrapper(f, source: str, what: str, qualname: str, scope: dict):
+    """The function named as `f` that `source` defines (its globals: `scope`), compiled with
+    `f`'s error model and bounds checking: a kernel the API wraps around `f`. `what` says in
+    tracebacks what it is (`<moonlite: f what>`); `qualname` is its own."""
+    name = f.py_func.__name__
+    exec(compile(source, f"<moonlite: {name} {what}>", "exec"), scope)
+    scope[name].__qualname__ = qualname
+    options = f.targetoptions
+    return nb.njit(error_model=options.get("error_model", "python"),
+                   boundscheck=bool(options.get("boundscheck")))(scope[name])
 
 
 def flattenable(t) -> bool:

@@ -33,7 +33,8 @@ from .api import _check_arguments, _check_njit, compile_lock, instance_type_of
 from .api_calls import copy_into
 from .api_instance_outputs import (instance_output_vjp, returned_instance_type,
                                    returned_instance_type_at)
-from .api_instances import flat_kernel, flattenable, python_flat_values, python_instances
+from .api_instances import (flat_kernel, flattenable, njit_wrapper, python_flat_values,
+                            python_instances)
 from .api_reverse import (_as_cotangent, _check_cotangent, _split_rule, _strong_zeros_gradients,
                           inline_rule, parameter_names, refuse_complex)
 from .driver import api_cached, api_entry, derived_reverse_split
@@ -100,14 +101,9 @@ def given_parameters_kernel(f, n: int):
 
 def _call_with_first(f, n: int):
     names = ", ".join(f.py_func.__code__.co_varnames[:n])
-    name = f.py_func.__name__
-    scope = {"_moonlite_kernel": f}
-    source = f"def {name}({names}):\n    return _moonlite_kernel({names})\n"
-    exec(compile(source, f"<moonlite: {name} with its first {n} parameters>", "exec"), scope)
-    scope[name].__qualname__ = f.py_func.__qualname__
-    options = f.targetoptions
-    return nb.njit(error_model=options.get("error_model", "python"),
-                   boundscheck=bool(options.get("boundscheck")))(scope[name])
+    source = f"def {f.py_func.__name__}({names}):\n    return _moonlite_kernel({names})\n"
+    return njit_wrapper(f, source, f"with its first {n} parameters", f.py_func.__qualname__,
+                        {"_moonlite_kernel": f})
 
 
 def _first_vjp_or_instance(f, primals: tuple):

@@ -324,7 +324,11 @@ class ConstructReads:
         form returns the list's buffers and length (`list_helpers.py`), kept here as a list
         this function built."""
         list_type = self.typemap[target.name]
-        self.returned_element_check(list_type, fn)
+        if not _appendable(list_type.dtype):
+            self.unsupported(f"a list of {list_type.dtype} returned by {fn.__name__}() (a list "
+                             "of arrays holds references the caller could write through)",
+                             "return an array with one more dimension, or build the list in "
+                             "the caller")
         if kws or any(isinstance(a, ListArgument) for a in args):
             self.unsupported(f"a list returned by {fn.__name__}(), given a list or keywords "
                              "moonlite cannot put in position", "pass the helper's "
@@ -341,14 +345,6 @@ class ConstructReads:
                                       for k in range(len(columns))),
                                 self.b.tuple_getitem(state, len(columns)))
         return lst
-
-    def returned_element_check(self, list_type, fn=None) -> None:
-        name = (fn or self.py_func).__name__
-        if not _appendable(list_type.dtype):
-            self.unsupported(f"a list of {list_type.dtype} returned by {name}() (a list of "
-                             "arrays holds references the caller could write through)",
-                             "return an array with one more dimension, or build the list in "
-                             "the caller")
 
     def returned_list_state(self, bound) -> Value:
         """What the list-returning form returns: the returned list's buffers and length."""

@@ -62,11 +62,10 @@ class Parameters:
 
     def _return_type(self):
         """numba's return type; for the form returning a list (`returns_list`), the list's
-        buffers and length."""
+        buffers and length (its entries checked by the caller: `list_from_helper`)."""
         t = self.typed.return_type
         if not self.returns_list:
             return from_numba(t)
-        self.returned_element_check(t)
         return TupleType((*GrowingList(from_numba(t.dtype), None).buffer_types, int64))
 
     def on_arg(self, value, target):

@@ -33,7 +33,7 @@ from .cases import (MAT as _MAT, NONZERO as _NONZERO, POS as _POS, ROW as _ROW, 
                     VEC as _VEC, NumpyRuleCase, array_case as _array_case,
                     away_from_integers as _away_from_integers, quotient_pair as _quotient_pair,
                     scalar as _scalar, uniform as _uniform, with_zeros as _with_zeros)
-from .scalar import constant_natural_exponent
+from .scalar import constant_natural_exponent, over_hypot
 from .strong_zeros import strong_product
 
 _LN2 = math.log(2.0)
@@ -124,13 +124,16 @@ defpartials(np.arctan, lambda b, x: _reciprocal(b, b.add(_one(b, x), _square(b, 
 defpartials(np.arctan2,
             lambda b, y, x: b.div(x, b.add(_square(b, x), _square(b, y))),
             lambda b, y, x: b.neg(b.div(y, b.add(_square(b, x), _square(b, y)))))
+
+
 def _over_hypot(b, v, x, y):
-    """v / hypot(x, y), 0 where x and y are both 0: a kink, where 0 is what the strong
-    products give np.sqrt(x * x + y * y) (0 / 0 sent nan back through the partials)."""
+    """v / np.hypot(x, y), 0 where x and y are both 0 (scalar.over_hypot, entry by entry for
+    arrays)."""
+    if not (_is_array(x) or _is_array(y)):
+        return over_hypot(b, np.hypot, v, x, y)
     h = _np(b, np.hypot, x, y)
     zero = b.binary(ops.Eq, h, _const(b, 0, h))
-    return b.div(v, _np(b, np.where, zero, _const(b, 1, h), h) if _is_array(h)
-                 else b.select(zero, _const(b, 1, h), h))
+    return b.div(v, _np(b, np.where, zero, _const(b, 1, h), h))
 
 
 defpartials(np.hypot, lambda b, x, y: _over_hypot(b, x, x, y),

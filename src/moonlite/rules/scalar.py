@@ -155,16 +155,17 @@ defpartials(math.atan, lambda b, x: _reciprocal(b, b.add(_one(b, x), square(b, x
 defpartials(math.atan2,
             lambda b, y, x: b.div(x, b.add(square(b, x), square(b, y))),
             lambda b, y, x: b.neg(b.div(y, b.add(square(b, x), square(b, y)))))
-def _over_hypot(b, v, x, y):
-    """v / hypot(x, y), 0 where x and y are both 0 (a kink: the strong products give
-    math.sqrt(x * x + y * y) 0 there; 0 / 0 sent nan back)."""
-    h = _call(b, math.hypot, x, y)
+def over_hypot(b, hypot, v, x, y):
+    """v / hypot(x, y) of numbers (`hypot`: math's or numpy's), 0 where x and y are both 0
+    (a kink: the strong products give math.sqrt(x * x + y * y) 0 there; 0 / 0 sent nan
+    back)."""
+    h = _call(b, hypot, x, y)
     zero = b.binary(ops.Eq, h, const_like(b, 0, h))
     return b.div(v, b.select(zero, const_like(b, 1, h), h))
 
 
-defpartials(math.hypot, lambda b, x, y: _over_hypot(b, x, x, y),
-            lambda b, x, y: _over_hypot(b, y, x, y))
+defpartials(math.hypot, lambda b, x, y: over_hypot(b, math.hypot, x, x, y),
+            lambda b, x, y: over_hypot(b, math.hypot, y, x, y))
 defpartials(math.erf,
             lambda b, x: b.mul(const_like(b, _TWO_OVER_SQRT_PI, x),
                                _call(b, math.exp, b.neg(square(b, x)))), bounded=True)
