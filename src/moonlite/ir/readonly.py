@@ -4,9 +4,9 @@ An inactive argument (one no tangent is asked for) has a zero tangent. If the fu
 into it, that zero must be a real array the writes can land in; if it never does, the symbolic
 `ZERO` is enough and no array is allocated. This analysis answers "never writes" conservatively:
 it follows every value an argument's array can flow into (ops with the `VIEW` trait: slices,
-phis, selects, reshapes) and gives up (answers "may write") when one of them is written (an op
-with the `WRITES` trait: a setitem, an njit call, a numpy call with `out=`, an op it does not
-know) or escapes into a tuple or a return.
+phis, selects, reshapes, and the tuples built of it) and gives up (answers "may write") when one
+of them is written (an op with the `WRITES` trait: a setitem, an njit call, a numpy call with
+`out=`, an op it does not know) or escapes (a return, a raise, a store into a local).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from .core import Function
 from .traits import Trait
 from .types import ArrayType, TupleType, is_record
 
-# Ops that let an array escape to where this analysis cannot follow it: a tuple, the caller.
-_ESCAPES = (ops.BuildTuple, ops.Return, ops.Raise)
+# Ops that let an array escape to where this analysis cannot follow it: the caller.
+_ESCAPES = (ops.Return, ops.Raise)
 
 
 def never_written(fn: Function, arg) -> bool:
@@ -64,20 +64,28 @@ def use_kind(op, position: int) -> str:
     traits = op.traits()
     if traits & Trait.WRITES:
         return "write"
-    if traits & Trait.VIEW and _array_result(op):
-        return "view"
-    if isinstance(op, ops.TupleGetItem) and (_array_result(op) or _holds_arrays(op.result.type)):
-        return "view"  # an array entry of a tuple argument is that array
+    if traits & Trait.VIEW and _memory_result(op):
+        return "view"  # a slice, a phi or select of arrays (or of tuples of them), a record
+    if isinstance(op, ops.TupleGetItem) and _memory_result(op):
+        return "view"  # an array entry of a tuple is that array
+    if isinstance(op, ops.BuildTuple):
+        # a tuple holds the array itself (`[W1, W2]` given to a helper becomes one): follow it
+        return "view" if _memory_result(op) else "write"
     if isinstance(op, ops.GetItem) and position == 0 and is_record(op.result.type):
         return "view"  # an entry of a structured array points into it: a field write writes it
     return "read"
 
 
 def _holds_arrays(t) -> bool:
-    """A tuple with an array among its entries (its entries are read out as views)."""
-    return isinstance(t, TupleType) and any(isinstance(e, ArrayType) or _holds_arrays(e)
-                                            for e in t.elements)
+    """A tuple with an array or a record among its entries (its entries are read out as
+    views)."""
+    return isinstance(t, TupleType) and any(_holds_memory(e) for e in t.elements)
 
 
-def _array_result(op) -> bool:
-    return op.result is not None and isinstance(op.result.type, ArrayType)
+def _holds_memory(t) -> bool:
+    """An array, a record (a view into its array), or a tuple holding one of them."""
+    return isinstance(t, ArrayType) or is_record(t) or _holds_arrays(t)
+
+
+def _memory_result(op) -> bool:
+    return op.result is not None and _holds_memory(op.result.type)
