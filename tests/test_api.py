@@ -12,6 +12,8 @@ import moonlite
 from moonlite import driver
 from moonlite.api import ArgumentError
 
+from .helpers import central_differences
+
 
 @numba.njit
 def scaled_sum(x, a, n):
@@ -238,6 +240,23 @@ def test_vjp_with_defaults_left_out_gives_cotangents_of_the_given_primals():
         dx, da = pullback(1.0)
         np.testing.assert_allclose(dx, 3.0 * np.cos(3.0 * x))
         assert da == pytest.approx(np.sum(x * np.cos(3.0 * x)))
+
+
+def test_vjp_takes_keyword_arguments_in_their_parameters_places():
+    """grad(f)(x, shift=s) worked but vjp(f, x, shift=s) raised Python's TypeError: keyword
+    arguments now take their places in f's parameters, a skipped default filled in."""
+    x = np.array([0.3, -0.7, 1.1])
+    for _ in range(2):  # the first call, then the compiled dispatcher's
+        out, pullback = moonlite.vjp(scaled_sines, x, shift=0.5)
+        assert out == scaled_sines(x, 2.0, 0.5)
+        dx, da, dshift = pullback(1.0)  # `a` skipped: its default 2.0, and its cotangent
+        np.testing.assert_allclose(dx, central_differences(scaled_sines, (x, 2.0, 0.5)))
+        assert da == pytest.approx(np.sum(x * np.cos(2.0 * x + 0.5)))
+        assert dshift == pytest.approx(np.sum(np.cos(2.0 * x + 0.5)))
+    (dx,) = moonlite.vjp(scaled_sines, x=x)[1](1.0)
+    np.testing.assert_allclose(dx, 2.0 * np.cos(2.0 * x))
+    with pytest.raises(moonlite.ArgumentError, match=r"vjp\(scaled_sines\).*unexpected keyword"):
+        moonlite.vjp(scaled_sines, x, scale=2.0)
 
 
 def test_defaults_left_out_inside_njit_code():

@@ -47,9 +47,11 @@ from .rules.jitclasses import is_numba_instance_type
 types, cgutils, structref = nb.types, nb.cgutils, nb.structref
 
 
-def vjp(f, *primals):
+def vjp(f, *primals, **keywords):
     """`(f(*primals), pullback)`; `pullback(dout)` returns one cotangent per primal (None for
-    int and bool arguments, arrays shaped like their primals).
+    int and bool arguments, arrays shaped like their primals). Keyword arguments take their
+    places in `f`'s parameters (`vjp(f, x, scale=2.0)`), and then the pullback returns one
+    cotangent per parameter up to the last one given (a default skipped gets one too).
 
     `vjp` runs the forward sweep of `f`'s reverse rule on private copies of the arrays `f` may
     write, and keeps what the pullback needs. Once the sweep has finished, your arrays get what
@@ -61,6 +63,8 @@ def vjp(f, *primals):
     Python; from the second on, `vjp` is one call of a compiled dispatcher (`_vjp_dispatcher`),
     which costs a compile once and microseconds per call (docs/user-guide.md).
     """
+    if keywords:
+        primals = _placed_keywords(f, primals, keywords)
     f = given_parameters_kernel(f, len(primals))
     caller = api_entry(f, _VJP_DISPATCHER)
     if caller is None:
@@ -84,6 +88,26 @@ def vjp(f, *primals):
             return _instance_vjp(f, primals)
         _checked_split(f, primals)  # raises the precise error when it finds one
         raise
+
+
+def _placed_keywords(f, primals: tuple, keywords: dict) -> tuple:
+    """The primals with the keyword arguments put in their parameters' places, the defaults
+    of the parameters skipped before the last one given filled in."""
+    _check_njit(f, "vjp")
+    name = f.py_func.__qualname__
+    signature = inspect.signature(f.py_func)
+    kinds = [p.kind for p in signature.parameters.values()]
+    if inspect.Parameter.VAR_POSITIONAL in kinds:
+        raise ArgumentError(f"vjp({name}): keyword arguments with a kernel taking *args: pass "
+                            f"every argument positionally")
+    try:
+        bound = signature.bind(*primals, **keywords)
+    except TypeError as exc:
+        raise ArgumentError(f"vjp({name}): {exc}") from None
+    names = list(signature.parameters)
+    last = max(names.index(k) for k in bound.arguments)
+    bound.apply_defaults()
+    return tuple(bound.arguments[n] for n in names[:last + 1])
 
 
 def given_parameters_kernel(f, n: int):
