@@ -46,10 +46,12 @@ def _capture_types(f, argtypes: tuple) -> Function:
                     bool(options.get("boundscheck"))).run()
 
 
-def capture_with_list_columns(f, argtypes: tuple, returns_list: bool = False) -> Function:
+def capture_with_list_columns(f, argtypes: tuple, returns_list: bool = False,
+                              changes_lists: bool = False) -> Function:
     """The column form of njit `f` for numba argument types holding lists: each list
     parameter given as its buffers and its length; with `returns_list`, the form of `f`
-    returning the buffers and length of the list it builds (`list_helpers.py`)."""
+    returning the buffers and length of the list it builds; with `changes_lists`, the form
+    returning also its list parameters' buffers and lengths (`list_helpers.py`)."""
     with phase("capture"):
         check_frozen_globals(f, tuple(argtypes))
         _, folded = f._compiler.fold_argument_types(tuple(argtypes), {})
@@ -57,7 +59,7 @@ def capture_with_list_columns(f, argtypes: tuple, returns_list: bool = False) ->
         options = f.targetoptions
         return Importer(f.py_func, typed, options.get("error_model", "python"),
                         bool(options.get("boundscheck")), list_params=not returns_list,
-                        returns_list=returns_list).run()
+                        returns_list=returns_list, changes_lists=changes_lists).run()
 
 
 def _type(f, argtypes: tuple) -> TypedIR:

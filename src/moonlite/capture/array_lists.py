@@ -312,6 +312,13 @@ class ArrayLists:
                                  "write into a copy (y = ys[i].copy())", op.loc)
         for write, value in self.array_appends:
             for root in _roots(value):
+                if isinstance(root, Argument) and self.list_params:
+                    # the caller's array: whether the caller writes it later is not seen here
+                    self.unsupported(f"appending an array {self.py_func.__name__}() is given "
+                                     "to a list it is given (the list would hold that array, "
+                                     "and see the caller's later writes into it; moonlite's "
+                                     "list holds a copy made at the append)",
+                                     "append a copy (ys.append(x.copy()))", write.loc)
                 self._check_unwritten_after(users, write, root)
 
     def _check_unwritten_after(self, users: dict, append, root: Value) -> None:
@@ -366,6 +373,8 @@ def _array_uses(users: dict, roots):
                     for user, _ in users.get(op.result, ()):
                         if isinstance(user, ops.GetItem) and _may_hold_arrays(user.result.type):
                             pending.append(user.result)  # (any entry: a loop over the tuple)
+                        elif isinstance(user, ops.BuildTuple):
+                            continue  # a tuple of tuples: views_of follows it (readonly.py)
                         elif not isinstance(user, ops.TupleGetItem):
                             yield user, -1
                         elif user.index == position:

@@ -18,6 +18,7 @@ from ..rules.records import record_places
 from . import rewrites
 from . import statics as st
 from .constructs import jitclass_method
+from .list_helpers import ListArgument
 from .lists import ListMethod
 from .record_fields import is_record_array_type
 
@@ -89,6 +90,8 @@ class CallReads:
         args = self._coerced_to_signature(args, self.calltypes.get(expr))
         if nb.is_njit_dispatcher(fn) and isinstance(self.typemap[target.name], nbt.List):
             return self.list_from_helper(fn, args, kws, target)
+        if any(isinstance(a, ListArgument) and a.changed for a in args):
+            return self.list_changing_call(fn, args, kws, self.type_of(target))
         fn, args = self.helper_call(fn, args, kws)
         result_type = self.type_of(target)
         if fn in (np.copy, np.ravel) and len(args) == 1 and not kws \

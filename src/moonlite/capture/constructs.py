@@ -10,8 +10,6 @@ naming it.
 
 from __future__ import annotations
 
-import dis
-
 import numpy as np
 
 from .. import _numba as nb
@@ -25,8 +23,8 @@ from . import statics as st
 from .iterators import check_unpack_length
 from ..rules.jitclasses import is_numba_instance_type, maker_for
 from .jitclasses import constructor_of, structref_fields
-from .list_helpers import (ListArgument, RecursiveColumnForm, column_form, list_returning_form,
-                           needs_column_form)
+from .list_helpers import (ListArgument, RecursiveColumnForm, column_form, list_changing_form,
+                           list_methods_called, list_returning_form, needs_column_form)
 from .lists import GrowingList, _appendable
 
 nbt = nb.types
@@ -277,14 +275,10 @@ class ConstructReads:
 
     def _list_for_helper(self, lst: GrowingList, helper, param, var) -> ListArgument:
         """A list built by append, passed to an njit helper (`helper_call`, once the call's
-        other arguments are known, decides how). A helper calling a list method on it is
-        refused here."""
-        method = _list_method_called(helper.py_func, param)
-        if method is not None:
-            self.unsupported(f"a list built by append passed to {helper.__name__}(), which "
-                             f"calls its method {method}()", "append in the kernel, and pass "
-                             "the helper the finished list")
-        return ListArgument(lst, self.typemap[var.name])
+        other arguments are known, decides how; a helper calling list methods on it,
+        `list_changing_call`)."""
+        changed = bool(list_methods_called(helper.py_func, param))
+        return ListArgument(lst, self.typemap[var.name], changed)
 
     def helper_call(self, fn, args: list, kws: dict) -> tuple:
         """The callee and arguments of a call of njit `fn` given lists built by append
@@ -318,6 +312,46 @@ class ConstructReads:
             self.unsupported(f"a recursive function, {fn.__name__}(), given a list of tuples "
                              "or of arrays", "walk the list in a loop, or pass the helper a "
                              "preallocated array")
+
+    def list_changing_call(self, fn, args: list, kws: dict, result_type) -> Value:
+        """A call of njit `fn` that calls list methods on lists built by append it is given:
+        its list-changing form (`list_helpers.py`), given every list's buffers and length,
+        returns the result and the lists' new buffers and lengths, which the lists take."""
+        if kws:
+            self.unsupported(f"keyword arguments to {fn.__name__}(), which changes a list it is "
+                             "given, that moonlite cannot put in position",
+                             "pass the helper's arguments by position")
+        lists = [a.lst for a in args if isinstance(a, ListArgument)]
+        if len(set(lists)) != len(lists):
+            self.unsupported(f"one list given twice to {fn.__name__}(), which changes it",
+                             "give the helper the list once")
+        argtypes = tuple(a.numba_type if isinstance(a, ListArgument) else a.type.to_numba()
+                         for a in args)
+        flat = []
+        for a in args:
+            if isinstance(a, ListArgument):
+                buffers, length = self._state(a.lst)
+                flat.extend([*buffers, length])
+            else:
+                flat.append(a)
+        try:
+            form = list_changing_form(fn, argtypes)
+        except RecursiveColumnForm:
+            self.unsupported(f"a recursive function, {fn.__name__}(), changing a list it is "
+                             "given", "walk the list in a loop")
+        returned = self.b.call(form, flat, None, form.ir.return_type)
+        self.array_list_ops.add(id(returned.op))  # (the form checked its own writes)
+        first_state = len(returned.type.elements) - len(lists)
+        for k, lst in enumerate(lists):
+            state = self.b.tuple_getitem(returned, first_state + k)
+            n = len(state.type.elements) - 1
+            buffers = tuple(self.b.tuple_getitem(state, i) for i in range(n))
+            if lst.holds_arrays:
+                self._own(buffers[0])  # the entries' numbers: writes into them are checked
+            self.list_state[lst] = (buffers, self.b.tuple_getitem(state, n))
+        if first_state == 0:
+            return self._const_value(None)
+        return self._coerce(self.b.tuple_getitem(returned, 0), result_type)
 
     def list_from_helper(self, fn, args: list, kws: dict, target) -> GrowingList:
         """`ys = helper(...)`, a list the njit helper builds and returns: its list-returning
@@ -430,23 +464,3 @@ def _mentions_list(t) -> bool:
     if isinstance(t, nbt.BaseTuple):
         return any(_mentions_list(e) for e in t.types)
     return isinstance(t, (nbt.List, nbt.ListType))
-
-
-_LIST_METHODS = frozenset(("append", "extend", "insert", "pop", "remove", "clear", "sort",
-                           "reverse", "copy", "index", "count"))
-
-
-def _list_method_called(py_func, param):
-    """The name of a list method `py_func` calls on its parameter `param` (a position or a
-    name), or None. Read from the bytecode: the parameter loaded, then the method looked up."""
-    code = py_func.__code__
-    if isinstance(param, int):
-        if param >= code.co_argcount:
-            return None
-        param = code.co_varnames[param]
-    instructions = list(dis.get_instructions(py_func))
-    for load, attr in zip(instructions, instructions[1:]):
-        if load.opname == "LOAD_FAST" and load.argval == param \
-                and attr.opname in ("LOAD_METHOD", "LOAD_ATTR") and attr.argval in _LIST_METHODS:
-            return attr.argval
-    return None

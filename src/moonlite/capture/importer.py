@@ -51,13 +51,15 @@ class Importer(CallReads, Parameters, ConstructReads, GrowingLists, LoopReads, R
 
     def __init__(self, py_func, typed: TypedIR, error_model: str = "python",
                  boundscheck: bool = False, list_params: bool = False,
-                 returns_list: bool = False):
+                 returns_list: bool = False, changes_lists: bool = False):
         self.py_func = py_func
         self.boundscheck = boundscheck
         # list parameters given as their buffers and lengths (`list_helpers.py`)
         self.list_params = list_params
         # the list returned as its buffers and length (`list_helpers.py`)
         self.returns_list = returns_list
+        # the list parameters' buffers and lengths returned beside the result (`list_helpers`)
+        self.changes_lists = changes_lists
         # numba's default error model raises ZeroDivisionError for scalar division by zero:
         # such divisions are marked `checked` (derived code compiles with numpy's model)
         self.checks_division = error_model == "python"
@@ -120,7 +122,7 @@ class Importer(CallReads, Parameters, ConstructReads, GrowingLists, LoopReads, R
             if handler is None:
                 self._unsupported_stmt(stmt)
             handler(self, stmt)
-            if self.given_lists:
+            if self.given_lists and not self.changes_lists:
                 self.check_given_lists_kept()
         self._leave_block_lists(label)
 
@@ -296,6 +298,9 @@ class Importer(CallReads, Parameters, ConstructReads, GrowingLists, LoopReads, R
     def on_return(self, stmt) -> None:
         if self.returns_list:
             self.b.ret(self.returned_list_state(self.lookup(stmt.value)))
+            return
+        if self.changes_lists:
+            self.b.ret(self.result_and_list_states(stmt.value))
             return
         self.b.ret(self._coerce(self.value(stmt.value), self.b.function.return_type))
 

@@ -10,8 +10,15 @@ typing of the call (the list parameter typed as the list it is), with each list 
 replaced by its buffers and its length (`Importer(list_params=True)`), so that inside the helper
 the list is the same `GrowingList` of buffers the caller keeps. The helper reads entries, walks
 the list, writes entries (`pts[i] = (a, b)`, into the caller's buffers, seen by the caller as a
-list's writes are) and passes the list on to other helpers; length changes (`append`, `pop`,
-...) would not reach the caller's length and are refused in it.
+list's writes are) and passes the list on to other helpers.
+
+A helper calling list methods on a list it is given (`pts.append(p)`, `stack.pop()`, `ys.sort()`)
+is called through its *list-changing form* (`Importer(changes_lists=True)`): the column form
+returning, beside its result, each list parameter's buffers and length as the helper leaves
+them (a grown list has new buffers); the caller keeps them as its list's new state
+(`ConstructReads.list_changing_call`). Only methods the helper calls on the parameter itself
+are seen (bytecode, `list_methods_called`); a helper handing the list on to another that changes
+its length is refused in its column form.
 
 The column form is moonlite IR lowered to a numba dispatcher that keeps that IR, so the caller
 calls it like any njit function and every AD mode reads its IR (as for a derived rule). One
@@ -27,6 +34,7 @@ to arrays the caller could write, which the caller's copies would not see.
 
 from __future__ import annotations
 
+import dis
 import weakref
 from dataclasses import dataclass
 
@@ -43,6 +51,11 @@ compile_ir = None
 
 _column_forms: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _list_returning_forms: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_list_changing_forms: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+LIST_METHODS = frozenset(("append", "extend", "insert", "pop", "remove", "clear", "sort",
+                          "reverse", "copy", "index", "count"))
+RESIZERS = frozenset(("append", "extend", "insert", "pop", "remove", "clear"))
 
 
 @dataclass(eq=False)
@@ -51,6 +64,7 @@ class ListArgument:
 
     lst: object  # GrowingList
     numba_type: object
+    changed: bool = False  # the helper calls list methods on it (its list-changing form)
 
 
 def needs_column_form(args: list) -> bool:
@@ -80,7 +94,15 @@ def list_returning_form(helper, argtypes: tuple):
     return _form(_list_returning_forms, helper, argtypes, returns_list=True)
 
 
-def _form(made: "weakref.WeakKeyDictionary", helper, argtypes: tuple, returns_list: bool):
+def list_changing_form(helper, argtypes: tuple):
+    """The dispatcher running `helper` with its list parameters given as buffers and lengths,
+    returning `(result, (buffers, length) of each list parameter)` (the result left out when
+    the helper returns None): the lists as the helper leaves them."""
+    return _form(_list_changing_forms, helper, argtypes, changes_lists=True)
+
+
+def _form(made: "weakref.WeakKeyDictionary", helper, argtypes: tuple, returns_list=False,
+          changes_lists=False):
     """One form per helper and argument types, kept in `made`; RecursiveColumnForm if the
     helper's own form is needed while it is being made."""
     forms = made.setdefault(helper, {})
@@ -90,8 +112,8 @@ def _form(made: "weakref.WeakKeyDictionary", helper, argtypes: tuple, returns_li
     if form is None:
         forms[argtypes] = _being_made
         try:
-            form = forms[argtypes] = compile_ir(capture_columns(helper, argtypes,
-                                                                returns_list=returns_list))
+            form = forms[argtypes] = compile_ir(capture_columns(
+                helper, argtypes, returns_list=returns_list, changes_lists=changes_lists))
         finally:
             if forms.get(argtypes) is _being_made:
                 del forms[argtypes]
@@ -100,3 +122,18 @@ def _form(made: "weakref.WeakKeyDictionary", helper, argtypes: tuple, returns_li
 
 def is_list_parameter(t) -> bool:
     return isinstance(t, nbt.List)
+
+
+def list_methods_called(py_func, param) -> frozenset:
+    """The list methods `py_func` calls on its parameter `param` (a position or a name). Read
+    from the bytecode: the parameter loaded, then the method looked up."""
+    code = py_func.__code__
+    if isinstance(param, int):
+        if param >= code.co_argcount:
+            return frozenset()
+        param = code.co_varnames[param]
+    instructions = list(dis.get_instructions(py_func))
+    return frozenset(attr.argval for load, attr in zip(instructions, instructions[1:])
+                     if load.opname == "LOAD_FAST" and load.argval == param
+                     and attr.opname in ("LOAD_METHOD", "LOAD_ATTR")
+                     and attr.argval in LIST_METHODS)

@@ -18,6 +18,7 @@ import operator
 from dataclasses import dataclass
 
 from .. import _numba as nb
+from .list_helpers import RESIZERS, list_methods_called
 
 ir = nb.ir
 
@@ -133,6 +134,7 @@ class ListAnalysis:
             self._given.extend(a.name for a in [*value.args, *(v for _, v in value.kws)]
                                if isinstance(a, ir.Var))
             self._helper_results.append(name)
+            self._changed_by_helper(label, self._globals[value.func.name], value.args, mutated)
         elif value.op == "cast" and self._returns_list:  # (numba's cast before its return)
             self._union(name, value.value.name)
             mutated.add(value.value.name)
@@ -140,6 +142,18 @@ class ListAnalysis:
             iternexts.append((label, value.value.name))
         elif value.op == "getiter":
             self._getiters.append((name, value.value.name))
+
+    def _changed_by_helper(self, label, helper, args, mutated) -> None:
+        """A helper calling list methods on a parameter changes the list given for it
+        (`list_helpers.list_changing_form`); appends there are no plan's."""
+        for position, arg in enumerate(args):
+            methods = list_methods_called(helper.py_func, position) \
+                if isinstance(arg, ir.Var) else ()
+            if methods:
+                mutated.add(arg.name)
+            if RESIZERS & set(methods):
+                self._extended.add(arg.name)
+                self._resizes.append((label, arg.name))
 
     def _lists_extended_by_plus(self, typemap, mutated) -> None:
         """`a += b` of a list extends it in place: the result is the list (numba binds it to

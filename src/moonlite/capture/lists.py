@@ -134,12 +134,15 @@ class GrowingLists(ArrayLists):
         self._numba_doms = cfg.dominators()
 
     def _enter_block_lists(self, label) -> None:
-        """The state of every list built in a block dominating `label`, as the block starts."""
+        """The state of every list built in a block dominating `label`, as the block starts.
+        A column form's list parameters keep the state they are given (the helper may not
+        change them), except in the list-changing form, where they flow as lists built in the
+        entry block do (`list_helpers.py`)."""
         self.list_state = {}
         preds = self._numba_preds.get(label, [])
+        kept = () if self.changes_lists else self.given_lists
         for lst in self.lists_built:
-            if lst.label == label or lst.label not in self._numba_doms[label] \
-                    or lst in self.given_lists:
+            if lst.label == label or lst.label not in self._numba_doms[label] or lst in kept:
                 continue
             if len(preds) == 1 and preds[0] in self.list_end_states:
                 state = self.list_end_states[preds[0]].get(lst)
@@ -150,7 +153,8 @@ class GrowingLists(ArrayLists):
             length = self.b.phi(int64, hint="len")
             self.list_phis.append((label, lst, buffers, length))
             self.list_state[lst] = (tuple(phi.result for phi in buffers), length.result)
-        self.list_state.update(self.given_lists)  # (kept as they are: see below)
+        if kept or label == self._entry_label:
+            self.list_state.update(self.given_lists)  # (kept as they are: see below)
 
     def _leave_block_lists(self, label) -> None:
         self.list_end_states[label] = dict(self.list_state)

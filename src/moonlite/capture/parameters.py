@@ -18,6 +18,10 @@ from .lists import GrowingList
 nbt = nb.types
 
 
+def _is_none(t) -> bool:
+    return isinstance(t, (nbt.NoneType, nbt.Omitted)) or t is nbt.none
+
+
 class Parameters:
     """Mixin of `Importer` (it provides `py_func`, `fir`, `typed`, `list_params`, `b`,
     `list_state`, `_loc`, `_const_value`, `unsupported`)."""
@@ -44,7 +48,7 @@ class Parameters:
                 names.append(name)
                 types_.append(from_numba(t))
         loc = self._loc(self.fir.loc)
-        b = Builder.new_function(self.py_func.__name__, types_, names, self._return_type(),
+        b = Builder.new_function(self.py_func.__name__, types_, names, self._return_type(given),
                                  py_func=self.py_func, loc=loc, boundscheck=self.boundscheck)
         self._arg_values = {}
         self.given_lists = {}  # GrowingList parameter -> (buffer arguments, length argument)
@@ -60,13 +64,28 @@ class Parameters:
                 self._arg_values[i] = t if isinstance(t, nbt.Omitted) else next(it)
         return b
 
-    def _return_type(self):
+    def _return_type(self, given: dict):
         """numba's return type; for the form returning a list (`returns_list`), the list's
-        buffers and length (its entries checked by the caller: `list_from_helper`)."""
+        buffers and length (its entries checked by the caller: `list_from_helper`); for the
+        list-changing form, the result (unless None) and each list parameter's buffers and
+        length (`list_changing_call`)."""
         t = self.typed.return_type
+        if self.changes_lists:
+            states = [TupleType((*lst.buffer_types, int64)) for lst in given.values()]
+            return TupleType(tuple(states) if _is_none(t) else (from_numba(t), *states))
         if not self.returns_list:
             return from_numba(t)
         return TupleType((*GrowingList(from_numba(t.dtype), None).buffer_types, int64))
+
+    def result_and_list_states(self, returned):
+        """What the list-changing form returns (`_return_type`): the result, unless None, and
+        the list parameters' buffers and lengths where the return stands."""
+        states = [self.b.build_tuple([*buffers, length])
+                  for buffers, length in (self._state(lst) for lst in self.given_lists)]
+        if _is_none(self.typed.return_type):
+            return self.b.build_tuple(states)
+        result = self._coerce(self.value(returned), self.b.function.return_type.elements[0])
+        return self.b.build_tuple([result, *states])
 
     def on_arg(self, value, target):
         bound = self._arg_values[value.index]
