@@ -114,6 +114,11 @@ def rewrite_call(b: Builder, fn, args: list, kws: dict, result_type) -> Optional
     if fn in (np.array, np.asarray) and len(args) == 1 and not kws \
             and _number_tuple(args[0].type):
         return array_from_tuple(b, args[0], result_type)
+    if fn in (np.array, np.asarray) and len(args) == 1 and not kws and args[0].type.is_scalar \
+            and isinstance(result_type, ArrayType) and result_type.ndim == 0:
+        # a 0-d array holding the number: np.asarray's rule is a view's (its shadow is its
+        # operand's), which a number has not; reverse mode gave it a zero adjoint
+        return b.call(np.full, [b.build_tuple([]), args[0]], type=result_type)
     if _in(fn, _IDENTITY_ON_SCALARS) and len(args) == 1 and not kws \
             and args[0].type.is_scalar and result_type == args[0].type:
         return args[0]  # a reduction of one number is that number

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..ir.traits import AXES_VIEW, VIEW
 from ..ir.types import ArrayType, IntType, float64
-from .define import RuleNotApplicable, defjvp, no_adjoint, positional_only
+from .define import RuleNotApplicable, defjvp, positional_only
 from .operands import checked_positional, positional, reads_first_two, reads_nothing
 from .registry import has_adjoint, is_float_array, register
 from .cases import NumpyRuleCase, array_case as _E, uniform as _uniform
@@ -129,7 +129,16 @@ def _asarray_tangent(b, primals, tangents, kwargs):
     return None if tangents[0] is None else b.call(np.asarray, [tangents[0]])
 
 
-register(np.asarray, jvp=_asarray_tangent, adjoint=no_adjoint, reads=reads_nothing,
+def _asarray_adjoint(rv, op) -> None:
+    """Nothing to send back for an array: the result is the operand, and its shadow the
+    operand's. A number's 0-d array is no view of anything (capture makes it np.full):
+    refused rather than left with a zero adjoint."""
+    if not isinstance(op.operands[0].type, ArrayType):
+        raise RuleNotApplicable("np.asarray is differentiated for arrays (tuples and lists "
+                                "of numbers are read at capture)")
+
+
+register(np.asarray, jvp=_asarray_tangent, adjoint=_asarray_adjoint, reads=reads_nothing,
          keywords=(), traits=AXES_VIEW | VIEW)
 
 
@@ -152,4 +161,10 @@ CASES = [
     NumpyRuleCase("linspace_from_an_int", lambda stop: np.sum(np.linspace(0, stop, 5) ** 2),
                   lambda rng: (float(rng.uniform(1.0, 2.0)),), (0,)),
     _E("asarray_of_an_array", lambda a: np.asarray(a) * a, _uniform(-2.0, 2.0, 3, 4)),
+    # a number's 0-d array (capture: np.full((), c)); reverse mode gave it a zero adjoint
+    NumpyRuleCase("asarray_of_a_number", lambda c: np.sum(np.asarray(c) * 3.0) * c,
+                  lambda rng: (float(rng.uniform(0.5, 2.0)),), (0,)),
+    NumpyRuleCase("array_of_a_number", lambda c, x: np.sum(np.array(c) + np.sin(x * c)),
+                  lambda rng: (float(rng.uniform(0.5, 2.0)), rng.uniform(-1.0, 1.0, 3)),
+                  (0, 1)),
 ]
