@@ -22,10 +22,19 @@ from .helpers import central_differences
 def compiled_vjp(f, *args):
     """`moonlite.vjp(f, *args)` on the compiled path: a first call on fresh copies if `f` has
     never been given to vjp, then the call itself, whose pullback must be the compiled one."""
-    moonlite.vjp(f, *(a.copy() if isinstance(a, np.ndarray) else a for a in args))
+    moonlite.vjp(f, *map(_fresh_copy, args))
     out, pullback = moonlite.vjp(f, *args)
     assert isinstance(pullback, Pullback)
     return out, pullback
+
+
+def _fresh_copy(a):
+    if isinstance(a, np.ndarray):
+        return a.copy()
+    if isinstance(a, tuple):
+        items = [_fresh_copy(e) for e in a]
+        return type(a)(*items) if hasattr(a, "_fields") else tuple(items)
+    return a
 
 
 def vjp_by(path: str, f, *args):
@@ -465,3 +474,53 @@ def test_bool_and_string_entries_take_none_or_their_own_values_in_every_path():
         _, pullback = moonlite.vjp(converged_step, x)
         np.testing.assert_allclose(pullback((1.0, np.ones(3), None, None))[0], fd, rtol=1e-6)
     np.testing.assert_allclose(_converged_step_in_njit(x), fd, rtol=1e-6)
+
+
+State = namedtuple("State", ["x", "v"])
+
+
+@numba.njit
+def kick_the_state(st, k, dt):
+    """A kernel writing the arrays of a tuple (or namedtuple) argument."""
+    x, v = st
+    for i in range(x.shape[0]):
+        v[i] -= dt * k * x[i]
+        x[i] += dt * v[i]
+    return np.sum(x ** 2 * v)
+
+
+@numba.njit
+def vjp_of_a_kicked_state(x, v, k):
+    out, pullback = moonlite.vjp(kick_the_state, (x, v), k, 0.1)
+    _, dk, _ = pullback(1.0)
+    return out, dk
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("make", [tuple, State._make], ids=["tuple", "namedtuple"])
+def test_the_pullback_leaves_a_tuples_arrays_as_the_kernel_left_them(path, make):
+    """The sweep ran on the caller's arrays inside a tuple argument (arrays themselves were
+    copied), and the pullback, which undoes the kernel's writes as it goes back, left them as
+    they were before the kernel (a helper's hunt)."""
+    def fresh():
+        return make((np.array([1.0, 2.0]), np.array([0.5, -0.5])))
+    expected = fresh()
+    value = kick_the_state(expected, 0.8, 0.1)
+    st = fresh()
+    out, pullback = vjp_by(path, kick_the_state, st, 0.8, 0.1)
+    assert out == pytest.approx(value)
+    _, dk, _ = pullback(1.0)
+    for got, want in zip(st, expected):
+        np.testing.assert_array_equal(got, want)  # as the kernel leaves them, still
+    h = 1e-6
+    fd = (kick_the_state(fresh(), 0.8 + h, 0.1) - kick_the_state(fresh(), 0.8 - h, 0.1)) / (2 * h)
+    assert dk == pytest.approx(fd, rel=1e-6)
+
+
+def test_inside_njit_code_the_pullback_leaves_a_tuples_arrays_too():
+    x, v = np.array([1.0, 2.0]), np.array([0.5, -0.5])
+    expected = (x.copy(), v.copy())
+    kick_the_state(expected, 0.8, 0.1)
+    vjp_of_a_kicked_state(x, v, 0.8)
+    np.testing.assert_array_equal(x, expected[0])
+    np.testing.assert_array_equal(v, expected[1])

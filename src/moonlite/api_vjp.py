@@ -26,8 +26,8 @@ import inspect
 import numpy as np
 
 from . import _numba as nb
-from .ad.guards import (any_shared_memory, check_aliasing, deferred_interrupts, emit_guards,
-                        copy_back, private_copies)
+from .ad.guards import (any_shared_memory, check_aliasing, copied_back_arrays, copy_back,
+                        deferred_interrupts, emit_guards, private_copies)
 from .ad.nan_retry import has_nan, note_nan_array, note_nan_float
 from .api import _check_arguments, _check_njit, compile_lock, instance_type_of
 from .api_calls import copy_into
@@ -190,8 +190,8 @@ def _first_vjp(f, primals: tuple):
         out, state = sweep(*work)
     if sweep.output_class is not None:  # a namedtuple output (the rule's is a plain tuple)
         out = sweep.output_class(*out)
-    for i in written:  # what f leaves in its arguments (a tuple's arrays: written in place)
-        if isinstance(primals[i], (np.ndarray, np.void)):
+    for i in written:  # what f leaves in its arguments (a tuple's arrays too)
+        if isinstance(primals[i], (np.ndarray, np.void, tuple)):
             copy_back(primals[i], work[i])
     used = []
 
@@ -570,9 +570,9 @@ def _vjp_ir(f, argtypes: tuple):
     work = emit_guards(b, params, sweep.written, f.py_func.__qualname__)
     result = b.call(sweep, work, type=sweep.ir.return_type)
     out = b.tuple_getitem(result, 0)
-    for i in sorted(sweep.written):
-        if isinstance(params[i].type, ArrayType):  # (a tuple's arrays are written in place)
-            b.call(copy_into, [params[i], work[i]], type=none)
+    for i in sorted(sweep.written):  # (an array, or the arrays a tuple holds)
+        for caller, copy in copied_back_arrays(b, params[i], work[i]):
+            b.call(copy_into, [caller, copy], type=none)
     fields = [out, b.build_tuple(work), b.tuple_getitem(result, 1)]
     pb_type = _pullback_type(pull, (f, argtypes), *(v.type.to_numba() for v in fields))
     pb = b.call(_pullback_maker(pull, (f, argtypes)), fields, type=OpaqueType(pb_type))

@@ -82,8 +82,36 @@ def emit_guards(b, values: list, written: frozenset, function_name: str,
             b.raise_(ArgumentError, [b.const(aliasing_message(
                 function_name, _label(names[i], k), _label(names[j], m)))])
             b.position_at_end(go_on)
-    return [b.call(np.copy, [v], type=v.type) if copy and i in written and i in arrays else v
-            for i, v in enumerate(values)]
+    return [_copied(b, v) if copy and i in written else v for i, v in enumerate(values)]
+
+
+def _copied(b, value):
+    """A copy of an array, or of a tuple (a namedtuple too) with copies of the arrays it holds
+    (vjp's sweep writes them, and its pullback restores them: on copies, never the caller's);
+    records and other values as they are."""
+    if isinstance(value.type, ArrayType):
+        return b.call(np.copy, [value], type=value.type)
+    if isinstance(value.type, TupleType) and _holds_array(value.type):
+        items = [_copied(b, b.tuple_getitem(value, k)) for k in range(len(value.type.elements))]
+        return b.build_tuple(items, named=getattr(value.type, "numba_type", None))
+    return value
+
+
+def _holds_array(t) -> bool:
+    return isinstance(t, ArrayType) or (isinstance(t, TupleType)
+                                        and any(_holds_array(e) for e in t.elements))
+
+
+def copied_back_arrays(b, caller, work) -> list:
+    """(caller's array, its copy) for each array `caller` holds (itself, or a tuple's
+    entries) that `_copied` copied into `work`."""
+    if isinstance(caller.type, ArrayType):
+        return [] if caller is work else [(caller, work)]
+    if isinstance(caller.type, TupleType) and caller is not work and _holds_array(caller.type):
+        return [pair for k in range(len(caller.type.elements))
+                for pair in copied_back_arrays(b, b.tuple_getitem(caller, k),
+                                               b.tuple_getitem(work, k))]
+    return []
 
 
 def _memory_of(b, value) -> list:
@@ -181,17 +209,29 @@ def any_shared_memory(values: tuple) -> bool:
 
 def private_copies(args: tuple, written: frozenset) -> tuple:
     """Copies of the arrays and records (NumPy's `np.void`, which copies its bytes) at the
-    indices in `written`."""
-    return tuple(a.copy() if i in written and isinstance(a, (np.ndarray, np.void)) else a
-                 for i, a in enumerate(args))
+    indices in `written`, and of those held by tuples (namedtuples too) there."""
+    return tuple(_private_copy(a) if i in written else a for i, a in enumerate(args))
+
+
+def _private_copy(a):
+    if isinstance(a, (np.ndarray, np.void)):
+        return a.copy()
+    if isinstance(a, tuple):
+        items = [_private_copy(e) for e in a]
+        return type(a)(*items) if hasattr(a, "_fields") else tuple(items)
+    return a
 
 
 def copy_back(target, value) -> None:
     """Write the array or record `value` into `target` (a record has no `[...]`: its fields
-    are written one by one, nested records whole)."""
+    are written one by one, nested records whole); a tuple's entries one by one."""
     if isinstance(target, np.void):
         for name in target.dtype.names:
             target[name] = value[name]
+    elif isinstance(target, tuple):
+        for t, v in zip(target, value):
+            if isinstance(t, (np.ndarray, np.void, tuple)):
+                copy_back(t, v)
     else:
         target[...] = value
 
