@@ -53,8 +53,8 @@ from .opinfo import (describe as _describe, keyword_values as _keyword_values,
                      positional as _positional, primitive as _primitive)
 from ..ir.readonly import never_written
 from .refusals import arrays_held_by_opaque_values, refusal
-from .tangents import (ZERO, coerce_tangent, in_dtype_of, is_differentiable, materialize,
-                       mentions_complex, tangent_type)
+from .tangents import (ZERO, broadcast_to_result, coerce_tangent, in_dtype_of,
+                       is_differentiable, materialize, mentions_complex, tangent_type)
 
 
 def forward_transform(fn: Function, width: int = 1, active=None,
@@ -245,7 +245,9 @@ class _ForwardPass:
         out = [self._not_an_input(op, self._apply(rule, op, new, ts), ts) for ts in tangents]
         if result is not None and is_differentiable(result.type):
             clone = getattr(new, "result", None)
-            self.set_tangents(result, [self._as_result_tangent(result, t, clone) for t in out])
+            self.set_tangents(result, [
+                self._broadcast(op, ts, self._as_result_tangent(result, t, clone), clone)
+                for t, ts in zip(out, tangents)])
             self._debug_check(op, f"the tangent {_describe(op)} returned")
 
     def on_stackable_allocation(self, op: ops.Call) -> None:
@@ -369,6 +371,18 @@ class _ForwardPass:
                 tangent = self.b.getitem(tangent, self.b.build_tuple([]))
             return self.b.cast(tangent, result.type)
         return in_dtype_of(self.b, tangent, new_result)  # (new_result: the clone's)
+
+    def _broadcast(self, op: Op, inputs: tuple, tangent, new_result: Optional[Value]):
+        """An elementwise op's tangent from only some operands' tangents, broadcast to the
+        result's shape (`tangents.broadcast_to_result`). When the operands without a tangent
+        are numbers (`2.0 * x`), the others' shapes make the result's and the rule's tangent
+        has it already."""
+        if tangent is None or new_result is None or not isinstance(new_result.type, ArrayType) \
+                or not op.traits() & Trait.ELEMENTWISE:
+            return tangent
+        if all(t is not None or v.type.is_scalar for v, t in zip(_positional(op), inputs)):
+            return tangent
+        return broadcast_to_result(self.b, tangent, new_result)
 
     def _may_write(self, op, position: int) -> bool:
         """Whether a call may write into its operand `position`: for an njit callee forward

@@ -138,6 +138,38 @@ def converted_like(t, like):
     return t.astype(like.dtype)
 
 
+@nb.njit(cache=True)
+def broadcast_tangent(t, like):
+    """`t` (an array of `like`'s rank) broadcast to `like`'s shape, C-ordered: itself when
+    its shape is `like`'s."""
+    if t.shape == like.shape:
+        return np.ascontiguousarray(t)
+    out = np.empty(like.shape, t.dtype)
+    out[...] = t
+    return out
+
+
+@nb.njit(cache=True)
+def broadcast_up(t, like):
+    """`t` (a number, or an array of lower rank) broadcast to `like`'s shape and dtype."""
+    out = np.empty(like.shape, like.dtype)
+    out[...] = t
+    return out
+
+
+def broadcast_to_result(b: Builder, tangent: Value, new_result: Value) -> Value:
+    """The tangent an elementwise rule computed from some of its operands' tangents (`x + c`
+    with only c's: dc, of c's shape) as a tangent of the result's shape: numba broadcasts the
+    operands, and a reduction of the result sums over the broadcast shape (jacfwd of
+    `np.sum(A + b)` in b counted each entry of b once, not once per row of A)."""
+    want = new_result.type
+    if tangent.type.is_scalar or tangent.type.ndim < want.ndim:
+        return b.call(broadcast_up, [tangent, new_result],
+                      type=ArrayType(want.dtype, want.ndim, "C"))
+    return b.call(broadcast_tangent, [tangent, new_result],
+                  type=ArrayType(tangent.type.dtype, tangent.type.ndim, "C"))
+
+
 def in_dtype_of(b: Builder, tangent: Value, primal: Optional[Value]) -> Value:
     """`tangent` as an array of `primal`'s float dtype (itself when they agree, or when there is
     no primal value to take the dtype from)."""
