@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import moonlite.testing as testing
-from moonlite.testing import check_jvp
+from moonlite.testing import check_jvp, check_rule
 
 CELL = np.dtype([("u", "f8"), ("flux", "f8", (2,)), ("id", "i8")])
 
@@ -68,3 +68,15 @@ def test_a_bare_assertion_inside_the_call_is_not_reported_as_a_wrong_derivative(
     with pytest.raises(AssertionError, match="the call itself failed") as info:
         testing._checking("forward mode (check_jvp)", failing)
     assert isinstance(info.value.__cause__, AssertionError)
+
+
+@numba.njit
+def _two_maps(Ws, x):
+    return np.sum(np.tanh(Ws[0] @ x) * (Ws[1] @ x))
+
+
+def test_a_tuple_argument_may_be_held_fixed():
+    """`fixed=(0,)` with a tuple there failed in jvp ("the tangent is missing"):
+    zero_tangent_like gave None for tuples (a helper's hunt)."""
+    W = np.eye(2) * 0.5
+    check_rule(_two_maps, (W, W + 0.1), np.array([0.3, -0.2]), fixed=(0,), second_order=True)

@@ -253,9 +253,11 @@ def _is_none_tangent(t) -> bool:
 
 
 def zero_tangent_like(x):
-    """A zero tangent for the argument `x` (a float, a float array, a record or a structured
-    array); None for arguments that carry no tangent."""
+    """A zero tangent for the argument `x` (a float, a float array, a record, a structured
+    array, or a tuple of them: a plain tuple); None for arguments that carry no tangent."""
     kind = _kind(x)
+    if kind == "tuple":
+        return tuple(zero_tangent_like(v) for v in x)
     if kind == "float":
         return type(x)(0.0) if isinstance(x, np.floating) else 0.0
     if kind in ("array", "records"):

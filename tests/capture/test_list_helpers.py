@@ -12,7 +12,7 @@ import pytest
 
 import moonlite
 from moonlite.testing import check_rule
-from tests.helpers import assert_refused_in_both_modes
+from tests.helpers import assert_refused_in_both_modes, central_differences
 
 Event = namedtuple("Event", ["time", "index", "weight"])
 
@@ -343,3 +343,32 @@ def given_to_a_recursive_helper(x):
 ], ids=["grown", "array_entry_written", "recursive"])
 def test_helpers_changing_what_the_caller_holds_are_refused(kernel, construct):
     assert_refused_in_both_modes(kernel, construct)
+
+
+@numba.njit
+def _mlp_of_pairs(params, x):
+    h = x
+    for W, b in params:
+        h = np.tanh(W @ h + b)
+    return h
+
+
+@numba.njit
+def loss_of_layer_pairs(W1, b1, W2, b2, x):
+    """A list literal of (weights, bias) pairs given to a helper: numba compiles the helper for
+    the tuple of the pairs (as for a list literal of arrays)."""
+    return np.sum(_mlp_of_pairs([(W1, b1), (W2, b2)], x) ** 2)
+
+
+def test_a_literal_of_tuples_of_arrays_given_to_a_helper():
+    """It was refused as "appending to a list of tuples of arrays", though nothing appends
+    (a helper's hunt): forward mode differentiates the tuple of pairs; reverse mode refuses
+    the tuple of tuples by name (a known gap: docs/limitations.md)."""
+    rng = np.random.default_rng(2)
+    args = (rng.standard_normal((3, 2)), rng.standard_normal(3), rng.standard_normal((2, 3)),
+            rng.standard_normal(2), rng.standard_normal(2))
+    moonlite.testing.check_jvp(loss_of_layer_pairs, *args)
+    np.testing.assert_allclose(moonlite.jacfwd(loss_of_layer_pairs, argnums=4)(*args),
+                               central_differences(loss_of_layer_pairs, args, 4), rtol=1e-6)
+    with pytest.raises(moonlite.UnsupportedError, match="nested tuples"):
+        moonlite.grad(loss_of_layer_pairs)(*args)

@@ -26,6 +26,14 @@ _LIST_MUTATORS = ("append", "extend", "insert", "pop", "remove", "clear", "sort"
 _RESIZERS = ("append", "extend", "insert", "pop", "remove", "clear")
 
 
+def _holds_arrays(t) -> bool:
+    """An array, or a tuple of arrays (and numbers) with an array among them."""
+    if isinstance(t, nb.types.Array):
+        return True
+    return isinstance(t, nb.types.BaseTuple) and any(_holds_arrays(e) for e in t) and all(
+        _holds_arrays(e) or isinstance(e, nb.types.Number) for e in t)
+
+
 @dataclass(frozen=True)
 class LoopPlan:
     """The for loop that appends to a list: its iterator (the alias class of numba's iterator
@@ -83,9 +91,10 @@ class ListAnalysis:
         self.resized_while_walked = self._walked_and_resized(loops, iternexts)
 
     def _array_literal(self, name: str, builds: dict, typemap: dict) -> bool:
-        """True if `name` is a list literal of arrays of exactly the list's entry type."""
+        """True if `name` is a list literal of arrays (or of tuples of arrays, `[(W1, b1),
+        (W2, b2)]`) of exactly the list's entry type."""
         t = typemap.get(name)
-        if not (isinstance(t, nb.types.List) and isinstance(t.dtype, nb.types.Array)):
+        if not (isinstance(t, nb.types.List) and _holds_arrays(t.dtype)):
             return False
         literals = [b for b in builds if self.root(b) == self.root(name)]
         return len(literals) == 1 and bool(self._build_items.get(literals[0])) and all(
