@@ -71,6 +71,8 @@ FILE_SECONDS = {
     "tests/ad/test_guards.py": 42,
     "tests/capture/test_moved_numbers.py": 40,  # (new: measured alone, nothing beside it)
     "tests/capture/test_list_returning_helpers.py": 40,  # (new: measured beside others)
+    "tests/capture/test_list_changing_helpers.py": 90,  # (new, 2026-12-07: measured alone)
+    "tests/ad/test_forward_broadcasting.py": 27,  # (new, 2026-12-07: measured alone)
     "tests/test_api_vjp.py": 39,
     "tests/rules/test_custom.py": 38,
     "tests/rules/test_records.py": 38,
