@@ -90,7 +90,8 @@ class CallReads:
         args = self._coerced_to_signature(args, self.calltypes.get(expr))
         if nb.is_njit_dispatcher(fn) and isinstance(self.typemap[target.name], nbt.List):
             return self.list_from_helper(fn, args, kws, target)
-        if any(isinstance(a, ListArgument) and a.changed for a in args):
+        if any(isinstance(a, ListArgument) and a.changed for a in args) \
+                or self.hands_a_list_on(fn, args, kws):
             return self.list_changing_call(fn, args, kws, self.type_of(target))
         fn, args = self.helper_call(fn, args, kws)
         result_type = self.type_of(target)

@@ -17,7 +17,7 @@ from ..ir import ops
 from ..ir.core import Value
 from ..ir.types import ArrayType, OpaqueType, TupleType, from_numba, int64
 from ..ir.typing import TypingFailure, call_result_type
-from ..errors import CaptureError
+from ..errors import CaptureError, UnsupportedError
 from . import array_lists, rewrites
 from . import statics as st
 from .iterators import check_unpack_length
@@ -312,6 +312,32 @@ class ConstructReads:
             self.unsupported(f"a recursive function, {fn.__name__}(), given a list of tuples "
                              "or of arrays", "walk the list in a loop, or pass the helper a "
                              "preallocated array")
+
+    def hands_a_list_on(self, fn, args: list, kws: dict) -> bool:
+        """Whether njit `fn`, given lists it calls no list method on, changes one by handing it
+        on to a helper that does: its plain form fails (numba cannot compile it for a list of
+        numbers' array view; a column form changes a length), and the list-changing form,
+        whose body sees those calls, is asked instead."""
+        lists = [a for a in args if isinstance(a, ListArgument)]
+        if not lists or kws or any(a.changed for a in lists):
+            return False
+        if needs_column_form(args):
+            argtypes = tuple(a.numba_type if isinstance(a, ListArgument) else a.type.to_numba()
+                             for a in args)
+            try:
+                column_form(fn, argtypes)
+            except RecursiveColumnForm:
+                return False
+            except UnsupportedError as exc:
+                return getattr(exc, "list_changed", False)
+            return False
+        viewed = tuple(nbt.Array(a.numba_type.dtype, 1, "C") if isinstance(a, ListArgument)
+                       else a.type.to_numba() for a in args)
+        try:
+            array_lists.capture_callee(fn, viewed)
+        except CaptureError:
+            return True
+        return False
 
     def list_changing_call(self, fn, args: list, kws: dict, result_type) -> Value:
         """A call of njit `fn` that calls list methods on lists built by append it is given:

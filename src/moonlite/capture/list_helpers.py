@@ -16,9 +16,9 @@ A helper calling list methods on a list it is given (`pts.append(p)`, `stack.pop
 is called through its *list-changing form* (`Importer(changes_lists=True)`): the column form
 returning, beside its result, each list parameter's buffers and length as the helper leaves
 them (a grown list has new buffers); the caller keeps them as its list's new state
-(`ConstructReads.list_changing_call`). Only methods the helper calls on the parameter itself
-are seen (bytecode, `list_methods_called`); a helper handing the list on to another that changes
-its length is refused in its column form.
+(`ConstructReads.list_changing_call`). Methods the helper calls on the parameter itself are
+seen in its bytecode (`list_methods_called`); a helper handing the list on to another that
+changes it is found when its plain form fails (`ConstructReads.hands_a_list_on`).
 
 The column form is moonlite IR lowered to a numba dispatcher that keeps that IR, so the caller
 calls it like any njit function and every AD mode reads its IR (as for a derived rule). One

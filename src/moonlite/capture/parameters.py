@@ -112,7 +112,9 @@ class Parameters:
         would change a length the caller does not see."""
         for lst, state in self.given_lists.items():
             if self.list_state.get(lst, state) != state:
-                self.unsupported(f"a list given to {self.py_func.__name__}() changed in length "
-                                 f"there", "append in the kernel, and pass the helper the "
-                                 "finished list")
+                refusal = self.refusal(f"a list given to {self.py_func.__name__}() changed in "
+                                       "length there", "append in the kernel, and pass the "
+                                       "helper the finished list")
+                refusal.list_changed = True  # (the caller then asks the list-changing form)
+                raise refusal
 
