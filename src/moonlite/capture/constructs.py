@@ -280,6 +280,20 @@ class ConstructReads:
         changed = bool(list_methods_called(helper.py_func, param))
         return ListArgument(lst, self.typemap[var.name], changed)
 
+    def _column_arguments(self, args: list) -> tuple:
+        """(numba's types of a call's arguments, the lists as lists; the arguments with each
+        list spread into its buffers and length), for a helper's column forms."""
+        argtypes = tuple(a.numba_type if isinstance(a, ListArgument) else a.type.to_numba()
+                         for a in args)
+        flat = []
+        for a in args:
+            if isinstance(a, ListArgument):
+                buffers, length = self._state(a.lst)
+                flat.extend([*buffers, length])
+            else:
+                flat.append(a)
+        return argtypes, flat
+
     def helper_call(self, fn, args: list, kws: dict) -> tuple:
         """The callee and arguments of a call of njit `fn` given lists built by append
         (`ListArgument`s): lists of numbers as the array views of their entries (numba
@@ -297,15 +311,7 @@ class ConstructReads:
         if not needs_column_form(args):
             return fn, [self.list_entries(a.lst, f"passed to {fn.__name__}()")
                         if isinstance(a, ListArgument) else a for a in args]
-        argtypes = tuple(a.numba_type if isinstance(a, ListArgument) else a.type.to_numba()
-                         for a in args)
-        flat = []
-        for a in args:
-            if isinstance(a, ListArgument):
-                buffers, length = self._state(a.lst)
-                flat.extend([*buffers, length])
-            else:
-                flat.append(a)
+        argtypes, flat = self._column_arguments(args)
         try:
             return column_form(fn, argtypes), flat
         except RecursiveColumnForm:
@@ -323,7 +329,7 @@ class ConstructReads:
             return False
         if needs_column_form(args):
             argtypes = tuple(a.numba_type if isinstance(a, ListArgument) else a.type.to_numba()
-                             for a in args)
+                             for a in args)  # (no list state read: only a probe)
             try:
                 column_form(fn, argtypes)
             except RecursiveColumnForm:
@@ -351,15 +357,7 @@ class ConstructReads:
         if len(set(lists)) != len(lists):
             self.unsupported(f"one list given twice to {fn.__name__}(), which changes it",
                              "give the helper the list once")
-        argtypes = tuple(a.numba_type if isinstance(a, ListArgument) else a.type.to_numba()
-                         for a in args)
-        flat = []
-        for a in args:
-            if isinstance(a, ListArgument):
-                buffers, length = self._state(a.lst)
-                flat.extend([*buffers, length])
-            else:
-                flat.append(a)
+        argtypes, flat = self._column_arguments(args)
         try:
             form = list_changing_form(fn, argtypes)
         except RecursiveColumnForm:
