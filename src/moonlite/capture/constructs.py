@@ -283,8 +283,7 @@ class ConstructReads:
     def _column_arguments(self, args: list) -> tuple:
         """(numba's types of a call's arguments, the lists as lists; the arguments with each
         list spread into its buffers and length), for a helper's column forms."""
-        argtypes = tuple(a.numba_type if isinstance(a, ListArgument) else a.type.to_numba()
-                         for a in args)
+        argtypes = _column_argtypes(args)
         flat = []
         for a in args:
             if isinstance(a, ListArgument):
@@ -328,10 +327,8 @@ class ConstructReads:
         if not lists or kws or any(a.changed for a in lists):
             return False
         if needs_column_form(args):
-            argtypes = tuple(a.numba_type if isinstance(a, ListArgument) else a.type.to_numba()
-                             for a in args)  # (no list state read: only a probe)
             try:
-                column_form(fn, argtypes)
+                column_form(fn, _column_argtypes(args))  # (a probe: no list state read)
             except RecursiveColumnForm:
                 return False
             except UnsupportedError as exc:
@@ -482,6 +479,12 @@ def jitclass_method(method: st.BoundMethod):
 
 # callees numba gives the same result for a list as for a tuple of the same items
 READS_A_LIST_AS_A_TUPLE = (np.array, np.asarray, sum, len, min, max)
+
+
+def _column_argtypes(args: list) -> tuple:
+    """numba's types of a call's arguments, the lists as lists (a column form's key)."""
+    return tuple(a.numba_type if isinstance(a, ListArgument) else a.type.to_numba()
+                 for a in args)
 
 
 def _mentions_list(t) -> bool:

@@ -23,7 +23,6 @@ from .list_helpers import RESIZERS, list_methods_called
 ir = nb.ir
 
 _LIST_MUTATORS = ("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse")
-_RESIZERS = ("append", "extend", "insert", "pop", "remove", "clear")
 
 
 def _holds_arrays(t) -> bool:
@@ -133,7 +132,7 @@ class ListAnalysis:
                 appends.append((label, value.value.name))
             if value.attr in ("extend", "insert"):  # entries no plan of appends counts
                 self._extended.add(value.value.name)
-            if value.attr in _RESIZERS:
+            if value.attr in RESIZERS:
                 self._resizes.append((label, value.value.name))
         elif value.op == "inplace_binop" and value.fn is operator.iadd:
             self._iadds.append((label, name, value.lhs.name))
