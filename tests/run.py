@@ -73,6 +73,7 @@ FILE_SECONDS = {
     "tests/capture/test_list_returning_helpers.py": 40,  # (new: measured beside others)
     "tests/capture/test_list_changing_helpers.py": 90,  # (new, 2026-12-07: measured alone)
     "tests/ad/test_forward_broadcasting.py": 27,  # (new, 2026-12-07: measured alone)
+    "tests/ad/test_reverse_nested_tuples.py": 120,  # (new, 2026-12-07: measured alone)
     "tests/test_api_vjp.py": 39,
     "tests/rules/test_custom.py": 38,
     "tests/rules/test_records.py": 38,

@@ -188,8 +188,7 @@ def _first_vjp(f, primals: tuple):
     guard = deferred_interrupts if sweep.state_has_lists else contextlib.nullcontext
     with guard():
         out, state = sweep(*work)
-    if sweep.output_class is not None:  # a namedtuple output (the rule's is a plain tuple)
-        out = sweep.output_class(*out)
+    out = as_returned_value(sweep.output_type, out)  # (a namedtuple: the rule's is a tuple)
     for i in written:  # what f leaves in its arguments (a tuple's arrays too)
         if isinstance(primals[i], (np.ndarray, np.void, tuple)):
             copy_back(primals[i], work[i])
@@ -576,17 +575,33 @@ def _vjp_ir(f, argtypes: tuple):
     fields = [out, b.build_tuple(work), b.tuple_getitem(result, 1)]
     pb_type = _pullback_type(pull, (f, argtypes), *(v.type.to_numba() for v in fields))
     pb = b.call(_pullback_maker(pull, (f, argtypes)), fields, type=OpaqueType(pb_type))
-    value = b.build_tuple([_as_returned(b, out, sweep), pb])
+    value = b.build_tuple([_as_returned(b, out, sweep.output_type), pb])
     b.function.return_type = value.type
     b.ret(value)
     return inline_rule(b.function, sweep)
 
 
-def _as_returned(b: Builder, out, sweep):
-    """The output as the kernel returns it: the rule returns a namedtuple as a plain tuple
-    (the pullback keeps that one)."""
-    returned = sweep.output_type
-    if not isinstance(returned, types.BaseNamedTuple):
+def _as_returned(b: Builder, out, returned):
+    """The output as the kernel returns it (numba type `returned`): the rule returns a
+    namedtuple, also one inside a tuple, as a plain tuple (the pullback keeps that one)."""
+    if not (isinstance(returned, types.BaseTuple) and _holds_namedtuple(returned)):
         return out
-    return b.build_tuple([b.tuple_getitem(out, k) for k in range(len(returned))],
-                         named=returned)
+    items = [_as_returned(b, b.tuple_getitem(out, k), t) for k, t in enumerate(returned)]
+    named = returned if isinstance(returned, types.BaseNamedTuple) else None
+    return b.build_tuple(items, named=named)
+
+
+def _holds_namedtuple(t) -> bool:
+    return isinstance(t, types.BaseNamedTuple) or (
+        isinstance(t, types.BaseTuple) and any(map(_holds_namedtuple, t)))
+
+
+def as_returned_value(returned, value):
+    """`_as_returned` from Python: the rule's plain tuples made the namedtuples the kernel
+    returns, at any depth."""
+    if not isinstance(returned, types.BaseTuple):
+        return value
+    items = tuple(as_returned_value(t, v) for t, v in zip(returned, value))
+    if isinstance(returned, types.BaseNamedTuple):
+        return returned.instance_class(*items)
+    return items

@@ -167,9 +167,9 @@ def derived_reverse_split(f, argtypes: tuple) -> tuple:
                 _lowered(verified(pullback, "the vjp cut (pullback)"), f,
                          ("vjp pullback", types)))
             pair[0].written = written_arguments(flat)
-            # the rule returns a namedtuple output as a plain tuple: vjp makes it one again
-            pair[0].output_type = getattr(flat.return_type, "numba_type", None)
-            pair[0].output_class = getattr(pair[0].output_type, "instance_class", None)
+            # the rule returns a namedtuple output (or one in a tuple) as a plain tuple: vjp
+            # makes it one again
+            pair[0].output_type = flat.return_type.to_numba()
             pair[0].state_has_lists = any(_is_typed_list(t) for t in
                                           sweep.return_type.elements[1].elements)
         return pair

@@ -342,12 +342,22 @@ def _reverse_output(value) -> bool:
     """An output reverse mode takes: a float, a float array, a tuple of those, a structured
     array with float fields, or a jitclass or structref instance with float fields."""
     if isinstance(value, tuple):  # (ints and bools beside: their cotangents are unused)
-        kinds = [_kind(v) for v in value]
+        leaves = list(_leaves(value))
+        kinds = [_kind(v) for v in leaves]
         return any(k in ("float", "array") for k in kinds) and all(
             k in ("float", "array") or isinstance(v, (bool, int, np.integer, np.bool_))
-            for k, v in zip(kinds, value))
+            for k, v in zip(kinds, leaves))
     return _kind(value) in ("float", "array", "records") \
         or _kind(value) == "instance" and bool(_instance_floats(value))
+
+
+def _leaves(value):
+    """The entries of a tuple that are not tuples, at any depth."""
+    for v in value:
+        if isinstance(v, tuple):
+            yield from _leaves(v)
+        else:
+            yield v
 
 
 def _random_cotangent(out, rng):
@@ -365,8 +375,7 @@ def _dout_differences(f, args, tangents, dout) -> list:
     for h in STEP_SIZES:
         plus = f(*[_shift(a, t, h) for a, t in zip(args, tangents)])
         minus = f(*[_shift(a, t, -h) for a, t in zip(args, tangents)])
-        pairs = [(p, m, d) for p, m, d in zip(plus, minus, dout) if d is not None] \
-            if isinstance(dout, tuple) else [(plus, minus, dout)]
+        pairs = list(_output_pairs(plus, minus, dout))
         estimates.append(sum(float(np.dot(_flatten(d, d), _flatten(p, d) - _flatten(m, d)))
                              / (2 * h) if _kind(d) in ("records", "instance") else
                              float(np.sum(np.asarray(d, dtype=float) * (
@@ -374,6 +383,17 @@ def _dout_differences(f, args, tangents, dout) -> list:
                                  / (2 * h)))
                              for p, m, d in pairs))
     return estimates
+
+
+def _output_pairs(plus, minus, dout):
+    """(plus, minus, cotangent) of each output entry holding a derivative, tuples walked into
+    at any depth."""
+    if not isinstance(dout, tuple):
+        yield plus, minus, dout
+        return
+    for p, m, d in zip(plus, minus, dout):
+        if d is not None:
+            yield from _output_pairs(p, m, d)
 
 
 def check_rule(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,

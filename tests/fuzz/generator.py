@@ -14,7 +14,7 @@ arrays and of temporaries (`np.zeros`, `np.empty` filled by a loop, `.copy()`, a
 expressions), calls of generated njit helpers (scalar, tuple-returning, tuple-taking,
 array-reading and array-writing helpers), and flat tuples (built, unpacked, indexed, passed).
 
-Deliberately not generated: nested tuples (a documented reverse-mode limitation), in-place
+Deliberately not generated: nested tuples (the wide profile's `nested` group writes them), in-place
 `//=`, `%=`, `**=` on arrays (documented), recursion (documented), list literals, anything
 object-mode (refused at capture by design), non-smooth math other than `min` clamps (`abs` and
 comparisons in branches are the only other kinks), integer-valued outputs.
@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .gen_lists import LIST_FEATURES, list_block
+from .gen_nested import NESTED_FEATURES, nested_block
 from .gen_orders import ORDER_FEATURES, order_block
 from .gen_records import RECORD_FEATURES, record_block
 from .gen_fields import FIELD_FEATURES, field_block
@@ -665,7 +666,8 @@ WIDE_FEATURES = frozenset({
     "sentinel_min", "sentinel_array", "softmin_exp", "softmin_log", "softmin_tuple",
     # powers: x ** 0.0 and x ** float(i) with x possibly exactly 0; smooth x ** y
     "pow_zero", "pow_loop_exponent", "pow_var",
-}) | LIST_FEATURES | RECORD_FEATURES | SLICE_FEATURES | FIELD_FEATURES | ORDER_FEATURES
+}) | LIST_FEATURES | RECORD_FEATURES | SLICE_FEATURES | FIELD_FEATURES | ORDER_FEATURES \
+    | NESTED_FEATURES
 
 
 # groups of constructs; each wide kernel writes those of a random subset ("swarm testing": a
@@ -675,7 +677,7 @@ WIDE_GROUPS = ("kw", "namedtuple", "jitclass", "axis", "tuple_array", "fill", "m
 WIDE_GROUP_CHANCE = 0.35
 FIELDS_GROUP_CHANCE = 0.2  # each such kernel compiles a jitclass's methods in every mode
 # groups drawing from random streams of their own
-_OWN_STREAMS = ("lists", "records", "slices", "fields", "orders")
+_OWN_STREAMS = ("lists", "records", "slices", "fields", "orders", "nested")
 
 
 class _WideGen(_Gen):
@@ -736,6 +738,7 @@ class _WideGen(_Gen):
         self.slices_rng = random.Random(f"moonlite-fuzz-wide-slices-{seed}")  # likewise
         self.fields_rng = random.Random(f"moonlite-fuzz-wide-fields-{seed}")  # likewise
         self.orders_rng = random.Random(f"moonlite-fuzz-wide-orders-{seed}")  # likewise
+        self.nested_rng = random.Random(f"moonlite-fuzz-wide-nested-{seed}")  # likewise
 
     # ---- the module
     def source(self) -> tuple:
@@ -751,6 +754,8 @@ class _WideGen(_Gen):
             self.groups |= {"fields"}
         if self.orders_rng.random() < WIDE_GROUP_CHANCE:
             self.groups |= {"orders"}
+        if self.nested_rng.random() < WIDE_GROUP_CHANCE:
+            self.groups |= {"nested"}
         self.n = self.r.randint(2, 5)
         for index in range(self.r.choice([1, 1, 2])):
             self.helper(index)
@@ -1477,6 +1482,10 @@ class _WideGen(_Gen):
             self.emit(1, f"{acc} += {made}")
         if "orders" in self.groups:
             made = order_block(self.orders_rng, s, self.fresh, self.emit, self.features)
+            self.emit(1, f"{acc} += {made}")
+        if "nested" in self.groups:
+            made = nested_block(self.nested_rng, s, self.fresh, self.emit, self.features,
+                                self.prelude)
             self.emit(1, f"{acc} += {made}")
         parts = [acc] + [v for v in s.floats if v not in floats][-4:]
         if s.arrays and self.chance(0.7):

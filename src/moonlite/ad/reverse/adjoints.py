@@ -17,8 +17,9 @@ from ...ir.core import Argument, Op, Value
 from ...ir.types import ArrayType, TupleType, int64, is_float_record
 from ...rules.records import holder_type, record_holder
 from .helpers import SUM_TO_SHAPE, same_size_or_raise
-from .types import (Entry, has_adjoint as _has_adjoint, is_float as _is_float,
-                            is_float_array as _is_float_array, has_shadow, shadow_type)
+from .types import (has_adjoint as _has_adjoint, is_float as _is_float,
+                    is_float_array as _is_float_array, has_shadow, leaves, path_of, shadow_type,
+                    value_at)
 from .keep import How, Kept, ShadowOf
 
 
@@ -97,12 +98,11 @@ class AdjointStore:
             elif old not in self.constant_arrays:
                 self._make_shadow(old, new)
             if isinstance(old.type, TupleType) and _has_adjoint(old.type):
-                self._refuse_nested(old, None)
-                for k, t in enumerate(old.type.elements):
+                for entry, t in leaves(old):
                     if _is_float_array(t):
-                        entry = self.b.tuple_getitem(new, k)
-                        self.shadows[Entry(old, k)] = self.b.call(np.zeros_like, [entry],
-                                                                  type=shadow_type(t))
+                        array = value_at(self.b, new, path_of(entry))
+                        self.shadows[entry] = self.b.call(np.zeros_like, [array],
+                                                          type=shadow_type(t))
             if old in self.need:
                 self.kept[old] = Kept(How.DIRECT, new)
 

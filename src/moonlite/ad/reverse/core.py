@@ -26,7 +26,7 @@ from .branches import find_choices
 from .loops import find_inductions
 from .split import split_rule
 from .types import (grad_type as _grad_type, has_shadow, is_float as _is_float,
-                    is_float_array as _is_float_array)
+                    is_float_array as _is_float_array, leaf_paths, leaf_types)
 from .adjoints import AdjointStore
 from .elementwise import ElementwiseAdjoints
 from .keep import How, KeptValues
@@ -69,7 +69,8 @@ class _ReversePass(CustomRuleAdjoints, KeptValues, AdjointStore, ForwardSweep, P
                 or _is_tuple_output(out)):
             raise self.unsupported(None, f"reverse mode of a function returning {out}",
                                    "return a float, a float array, a structured array, or a "
-                                   "tuple or namedtuple of floats and float arrays")
+                                   "tuple or namedtuple of floats and float arrays (tuples of "
+                                   "them too)")
         # arrays without shadows: inactive read-only data, and views of them (and inactive
         # records: never written, see rules/records.py)
         self.constant_arrays = {a for i, a in enumerate(fn.args) if active is not None
@@ -129,9 +130,12 @@ class _ReversePass(CustomRuleAdjoints, KeptValues, AdjointStore, ForwardSweep, P
         self.out_var = ops.LocalVar(self.out_type, "out")
         # the shadows of the arrays of a tuple output, set at the return taken (sweep.py)
         # (of any layout: an entry may be a view, whose shadow is a view of another shadow)
-        self.out_shadow_vars = {k: ops.LocalVar(ArrayType(t.dtype, t.ndim, "A"), f"out_shadow{k}")
-                                for k, t in enumerate(getattr(self.out_type, "elements", ()))
-                                if _is_float_array(t)}
+        # (keyed by the entry's path: a tuple output may hold tuples)
+        self.out_shadow_vars = {
+            path: ops.LocalVar(ArrayType(t.dtype, t.ndim, "A"),
+                               "out_shadow" + "_".join(map(str, path)))
+            for path, t in (leaf_paths(self.out_type) if isinstance(self.out_type, TupleType)
+                            else ()) if _is_float_array(t)}
         self.return_var, self.returns = ops.LocalVar(int64, "return_taken"), []
         self._shadow_arguments()
         for block in order:
@@ -165,12 +169,14 @@ class _ReversePass(CustomRuleAdjoints, KeptValues, AdjointStore, ForwardSweep, P
 
 def _is_tuple_output(t) -> bool:
     """A tuple (or namedtuple) output of floats and float arrays, and of ints, bools and
-    strings (an iteration count beside a loss), one at least differentiable: its cotangent is
-    a tuple (the other entries unused)."""
-    return isinstance(t, TupleType) and any(
-        _is_float(e) or _is_float_array(e) for e in t.elements) and all(
+    strings (an iteration count beside a loss), one at least differentiable, at any depth of
+    nesting: its cotangent is a tuple of the same structure (the other entries unused)."""
+    if not isinstance(t, TupleType):
+        return False
+    leaves = leaf_types(t)
+    return any(_is_float(e) or _is_float_array(e) for e in leaves) and all(
         _is_float(e) or _is_float_array(e) or isinstance(e, (IntType, BoolType))
-        or _float_free(e) for e in t.elements)
+        or _float_free(e) for e in leaves)
 
 
 def _float_free(t) -> bool:

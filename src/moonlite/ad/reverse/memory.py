@@ -19,8 +19,8 @@ from ..opinfo import (describe as _describe,
 from ...rules.records import field_adder
 from .helpers import RESTORE, last_writes_only, masked_add, scatter_add
 from ...rules.records import record_source
-from .types import (Entry, has_adjoint as _has_adjoint, is_float as _is_float,
-                            is_float_array as _is_float_array)
+from .types import (Entry, entry_at, has_adjoint as _has_adjoint, is_float as _is_float,
+                    is_float_array as _is_float_array, leaves, path_of)
 from .sweep import _advanced_index, _shadow_item_type, _view_source
 from .keep import Saved
 
@@ -244,31 +244,49 @@ class MemoryAdjoints:
     def _rv_tuple_entry_at(self, op: ops.GetItem) -> None:
         """t[i] with i known at run time (a homogeneous tuple): the entry i was gets the
         adjoint, through a select per entry (tuples are short); an array entry shares its
-        shadow with the result."""
+        shadow with the result. An entry that is a tuple: each float in it likewise."""
         if isinstance(op.result.type, ArrayType) or not _has_adjoint(op.result.type):
             return  # an array: its shadow is the entry's (sweep._shadow_of_entry_at)
-        if not _is_float(op.result.type):  # (capture makes constant slices tuples of entries)
+        if isinstance(op.result.type, TupleType):
+            floats = [(entry, path_of(entry)) for entry, t in leaves(op.result) if _is_float(t)]
+        elif _is_float(op.result.type):
+            floats = [(op.result, ())]
+        else:  # (capture makes constant slices tuples of entries)
             raise self.unsupported(op, f"indexing a tuple ({op.value.type}) by "
                                    f"{op.index.type} in reverse mode",
                                    "index tuples by constants or by one int")
-        adjoint = self.take_adjoint(op.result)
+        if not floats:
+            return
         n = len(op.value.type.elements)
         index = self.recall(op.index)
         index = self.b.select(self.b.binary(ops.Lt, index, self.b.const(0, index.type)),
                               self.b.add(index, self.b.const(n, index.type)), index)
-        zero = self.b.const(0.0, op.result.type)
-        for k in range(n):
-            taken = self.b.binary(ops.Eq, index, self.b.const(k, index.type))
-            self.accumulate(Entry(op.value, k), self.b.select(taken, adjoint, zero))
+        taken = [self.b.binary(ops.Eq, index, self.b.const(k, index.type)) for k in range(n)]
+        for key, path in floats:
+            adjoint = self.take_adjoint(key)
+            zero = self.b.const(0.0, key.type)
+            for k in range(n):
+                self.accumulate(entry_at(op.value, (k, *path)),
+                                self.b.select(taken[k], adjoint, zero))
 
     def rv_tuple_getitem(self, op: ops.TupleGetItem) -> None:
         if _is_float(op.result.type):
             self.accumulate(Entry(op.tuple, op.index), self.take_adjoint(op.result))
+        elif isinstance(op.result.type, TupleType):  # a tuple in the tuple: float by float
+            for entry, t in leaves(op.result):
+                if _is_float(t):
+                    self.accumulate(entry_at(op.tuple, (op.index, *path_of(entry))),
+                                    self.take_adjoint(entry))
 
     def rv_build_tuple(self, op: ops.BuildTuple) -> None:
         for k, item in enumerate(op.items):
             if _is_float(item.type):  # (the entry's adjoint may be made later in this pass)
                 self.accumulate(item, self.take_adjoint(Entry(op.result, k)))
+            elif isinstance(item.type, TupleType):
+                for entry, t in leaves(item):
+                    if _is_float(t):
+                        self.accumulate(entry, self.take_adjoint(
+                            entry_at(op.result, (k, *path_of(entry)))))
 
 
 def _unread_keywords(registered, op: Op) -> tuple:

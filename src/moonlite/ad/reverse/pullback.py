@@ -12,7 +12,8 @@ from ...ir.core import Block, Value
 from ...ir.types import TupleType, int64, is_record_array, none
 from ...rules.records import records_adder
 from .branches import Choice
-from .types import (Entry, has_adjoint as _has_adjoint, is_float as _is_float)
+from .types import (Entry, entry_at, has_adjoint as _has_adjoint, is_float as _is_float,
+                    leaves, path_of, value_at)
 from .keep import ShadowOf
 from .reads import known_results, reads
 
@@ -37,9 +38,9 @@ class Pullback:
                 self.release(value)
         phi_adjoints = [(phi, None, self.take_adjoint(phi.result)) for phi in block.phis
                         if _is_float(phi.result.type)]
-        phi_adjoints += [(phi, k, self.take_adjoint(Entry(phi.result, k)))
+        phi_adjoints += [(phi, path_of(entry), self.take_adjoint(entry))
                          for phi in block.phis if isinstance(phi.result.type, TupleType)
-                         for k, t in enumerate(phi.result.type.elements) if _is_float(t)]
+                         for entry, t in leaves(phi.result) if _is_float(t)]
         for phi in block.phis:
             self.release(phi.result)
             if ShadowOf(phi.result) in self.kept:
@@ -120,9 +121,8 @@ class Pullback:
             self.b.tape_push(tape, self.b.load(var))
 
     def _edge_contributions(self, pred: Block, phi_adjoints: list) -> None:
-        for phi, k, adjoint in phi_adjoints:
-            value = phi.value_from(pred)
-            self.accumulate(value if k is None else Entry(value, k), adjoint)
+        for phi, path, adjoint in phi_adjoints:  # path: of a float in a tuple phi
+            self.accumulate(entry_at(phi.value_from(pred), path or ()), adjoint)
 
     def _finish(self) -> None:
         self.b.position_at_end(self.finish)
@@ -144,13 +144,14 @@ class Pullback:
         value = op.value
         if _is_float(value.type):
             self.accumulate(value, self.dout)
-        elif isinstance(value.type, TupleType):  # the cotangent is a tuple: entry by entry
-            for k, t in enumerate(value.type.elements):
-                cotangent = self.b.tuple_getitem(self.dout, k)
-                if k in self.out_shadow_vars:
-                    self.b.inplace(ops.Add, self.b.load(self.out_shadow_vars[k]), cotangent)
+        elif isinstance(value.type, TupleType):  # the cotangent is a tuple: leaf by leaf
+            for entry, t in leaves(value):
+                path = path_of(entry)
+                cotangent = value_at(self.b, self.dout, path)
+                if path in self.out_shadow_vars:
+                    self.b.inplace(ops.Add, self.b.load(self.out_shadow_vars[path]), cotangent)
                 elif _is_float(t):  # (an int or bool entry's cotangent is unused)
-                    self.accumulate(Entry(value, k), cotangent)
+                    self.accumulate(entry, cotangent)
         else:
             shadow = self.shadow(value)
             if shadow is not None and is_record_array(value.type):  # field by field

@@ -33,7 +33,7 @@ from ...rules.records import record_source
 from ..opinfo import (is_math_call, keyword_values as _keyword_values,
                      positional as _positional, primitive as _primitive)
 from ...ir.readonly import never_written, value_users
-from .types import unit_tangent
+from .types import leaf_types, unit_tangent
 
 _CHEAP_INT_OPS = (ops.Add, ops.Sub, ops.Mul, ops.Neg, ops.Lt, ops.Le, ops.Gt, ops.Ge, ops.Eq,
                   ops.Ne, ops.Cast, ops.TupleGetItem, ops.GetAttr, ops.Select, ops.Mod,
@@ -61,10 +61,13 @@ def _getitem_adjoint_reads_index(op: ops.GetItem) -> bool:
     """`memory.rv_getitem` reads the index for a float entry (`x[i]`, `t[i]` of a tuple) and a
     gather (`x[idx]`); a view (`x[a:b]`, a row) shares the source's shadow, taken in the sweep,
     and its adjoint reads nothing (a list of arrays' entries, views of its buffer, read in a
-    loop kept their bounds on tapes the pullback never read)."""
+    loop kept their bounds on tapes the pullback never read). A tuple entry that is a tuple
+    holding floats (`a, b = coeffs[i]`) sends their adjoints by the index too."""
     result = op.result.type
     if isinstance(result, FloatType):
         return True
+    if isinstance(result, TupleType):
+        return any(isinstance(t, FloatType) for t in leaf_types(result))
     return isinstance(result, ArrayType) and not isinstance(op.value.type, TupleType) \
         and any(isinstance(item, ArrayType) for item in (
             op.index.type.elements if isinstance(op.index.type, TupleType) else (op.index.type,)))

@@ -22,8 +22,9 @@ from ..opinfo import (positional as _positional,
                      writes_no_memory)
 from ..tangents import mentions_complex
 from ..refusals import refusal
-from .types import (Entry, has_adjoint as _has_adjoint, has_shadow,
-                    is_float_array as _is_float_array, shadow_type, writable as _writable)
+from .types import (Entry, entry_at, has_adjoint as _has_adjoint, has_shadow,
+                    is_float_array as _is_float_array, leaves, path_of, shadow_type, value_at,
+                    writable as _writable)
 from .keep import How, Kept, Saved, ShadowOf
 from ...rules.records import entry_view, record_source, record_view
 
@@ -78,12 +79,11 @@ class ForwardSweep:
             self.phis.append((("shadow", op, None), shadow, None))
             self.shadows[op.result] = shadow.result
         if isinstance(op.result.type, TupleType) and _has_adjoint(op.result.type):
-            self._refuse_nested(op.result, op)
-            for k, t in enumerate(op.result.type.elements):
+            for entry, t in leaves(op.result):
                 if _is_float_array(t):
                     shadow = self.b.phi(_writable(t), self.blocks[op.block])
-                    self.phis.append((("shadow", op, k), shadow, None))
-                    self.shadows[Entry(op.result, k)] = shadow.result
+                    self.phis.append((("shadow", op, path_of(entry)), shadow, None))
+                    self.shadows[entry] = shadow.result
 
     def _fill_forward_phis(self) -> None:
         for old, new, preds in self.phis:
@@ -92,17 +92,15 @@ class ForwardSweep:
                     new.add_incoming(self.exit_of[pred], self._const_at_end(pred, k))
                 continue
             shadow = isinstance(old, tuple)
-            phi, k = (old[1], old[2]) if shadow else (old, None)
+            phi, path = (old[1], old[2]) if shadow else (old, None)
             for pred, value in phi.incoming:
                 if not shadow:
                     incoming = self.values[value]
                 else:
-                    incoming = self.shadows.get(value if k is None else Entry(value, k))
+                    incoming = self.shadows.get(entry_at(value, path or ()))
                 if incoming is None:  # a constant array flowing into an array phi
                     self.b.position_before_terminator(self.exit_of[pred])
-                    array = self.values[value]
-                    if k is not None:
-                        array = self.b.tuple_getitem(array, k)
+                    array = value_at(self.b, self.values[value], path or ())
                     incoming = self.b.call(np.zeros_like, [array], type=new.result.type)
                 new.add_incoming(self.exit_of[pred], incoming)
         # now that every phi has its inputs, keep what the pullback reads
@@ -147,6 +145,9 @@ class ForwardSweep:
             if has_shadow(result.type):
                 self.shadows[result] = self.b.undef(shadow_type(result.type))
             return
+        if isinstance(op, (ops.TupleGetItem, ops.GetItem)) \
+                and isinstance(result.type, TupleType) and _has_adjoint(result.type):
+            self._shadows_of_inner_tuple(op)
         if result is not None and has_shadow(result.type):
             if _view_source(op) in self.constant_arrays:
                 self.constant_arrays.add(result)  # a view of constant data
@@ -180,18 +181,20 @@ class ForwardSweep:
         args = [self.values[a] for a in op.positional]
         return self.b.method_call(op.method, src_shadow, args)
 
-    def _shadow_of_entry_at(self, op: ops.GetItem) -> Optional[Value]:
+    def _shadow_of_entry_at(self, op: ops.GetItem, path: tuple = ()) -> Optional[Value]:
         """`t[i]` of a tuple of arrays with `i` known at run time (`for W in layers`): the
         shadow of entry `i`, picked at run time out of the tuple of the entries' shadows (a
-        zero stand-in for a constant entry), so the adjoints sent to `t[i]` reach entry `i`."""
+        zero stand-in for a constant entry), so the adjoints sent to `t[i]` reach entry `i`.
+        With a `path`, the array at that path in the tuples the entries are
+        (`for W, b in layers`)."""
         n = len(op.value.type.elements)
-        shadows = [self.shadows.get(Entry(op.value, k)) for k in range(n)]
+        shadows = [self.shadows.get(entry_at(op.value, (k, *path))) for k in range(n)]
         if all(s is None for s in shadows):
             return None
         tup = self.values[op.value]
         items = [s if s is not None else
-                 self.b.call(np.zeros_like, [self.b.tuple_getitem(tup, k)],
-                             type=shadow_type(op.value.type.elements[k]))
+                 self.b.call(np.zeros_like, [value_at(self.b, tup, (k, *path))],
+                             type=shadow_type(entry_at(op.value, (k, *path)).type))
                  for k, s in enumerate(shadows)]
         if len({item.type for item in items}) != 1:
             raise self.unsupported(op, f"indexing a tuple of {op.result.type} with an index "
@@ -200,6 +203,20 @@ class ForwardSweep:
                                    "index it with a constant, or make it an array")
         return self.b.getitem(self.b.build_tuple(items), self.values[op.index],
                               type=items[0].type)
+
+    def _shadows_of_inner_tuple(self, op: Op) -> None:
+        """A tuple taken out of a tuple (`t[0]`, or `t[i]` with `i` known at run time): its
+        leaves' shadows are those of the entry's leaves."""
+        for entry, t in leaves(op.result):
+            path = path_of(entry)
+            if isinstance(op, ops.TupleGetItem):
+                shadow = self.shadows.get(entry_at(op.tuple, (op.index, *path)))
+            elif _is_float_array(t):
+                shadow = self._shadow_of_entry_at(op, path)
+            else:
+                shadow = None
+            if shadow is not None:
+                self.shadows[entry] = shadow
 
     def _entry_view_shadow(self, op: ops.Call) -> Optional[Value]:
         """The shadow of a one-entry view of a record (`record_view`, `entry_view`): the
@@ -316,18 +333,20 @@ class ForwardSweep:
         self.returns.append(op.block)
         self.b.jump(self.handoff)
 
-    def _tuple_output(self, old: Value, out: Value) -> Value:
-        """A tuple output as the plain tuple the rule returns (arrays copied, as above); the
-        shadows of its arrays stored for the pullback (`rv_return`), a zero array standing
-        in for the shadow of a constant one."""
+    def _tuple_output(self, old: Value, out: Value, path: tuple = ()) -> Value:
+        """A tuple output as the plain tuple the rule returns (arrays copied, as above; a tuple
+        in it likewise); the shadows of its arrays stored for the pullback (`rv_return`), a zero
+        array standing in for the shadow of a constant one."""
         items = []
-        for k, t in enumerate(old.type.elements):
-            item = self.b.tuple_getitem(out, k)
-            if k in self.out_shadow_vars:  # a float array
-                shadow = self.shadows.get(Entry(old, k))
+        for k, t in enumerate(out.type.elements):
+            item, here = self.b.tuple_getitem(out, k), (*path, k)
+            if isinstance(t, TupleType):
+                item = self._tuple_output(old, item, here)
+            elif here in self.out_shadow_vars:  # a float array
+                shadow = self.shadows.get(entry_at(old, here))
                 if shadow is None:
                     shadow = self.b.call(np.zeros_like, [item], type=shadow_type(t))
-                self.b.store(self.out_shadow_vars[k], shadow)
+                self.b.store(self.out_shadow_vars[here], shadow)
                 item = self.b.method_call("copy", item, [])
             items.append(item)
         return self.b.build_tuple(items)
@@ -349,13 +368,16 @@ class ForwardSweep:
         self.b.jump(self.rblocks[self.returns[-1]])
 
     def fw_build_tuple(self, op: ops.BuildTuple) -> None:
-        if _has_adjoint(op.result.type):
-            self._refuse_nested(op.result, op)
         self.emit_clone(op)
         self.after_definition(op)
         for k, item in enumerate(op.items):
             if item in self.shadows:
                 self.shadows[Entry(op.result, k)] = self.shadows[item]
+            elif isinstance(item.type, TupleType):  # a tuple in the tuple: its leaves' shadows
+                for entry, _ in leaves(item):
+                    if entry in self.shadows:
+                        self.shadows[entry_at(op.result, (k, *path_of(entry)))] = \
+                            self.shadows[entry]
 
 
 def _record_in_tuple(op: Op, varied: set):

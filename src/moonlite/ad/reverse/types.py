@@ -39,6 +39,52 @@ class Entry:
         return self.value.type.elements[self.index]
 
 
+def entry_at(key, path: tuple):
+    """The key of the entry of the tuple `key` at `path` (one index per level of nesting):
+    `t[0][1]` of a tuple of tuples is Entry(Entry(t, 0), 1)."""
+    for index in path:
+        key = Entry(key, index)
+    return key
+
+
+def path_of(key) -> tuple:
+    """The indices leading from a tuple value to its entry `key` (() for the value itself)."""
+    path = ()
+    while isinstance(key, Entry):
+        key, path = key.value, (key.index, *path)
+    return path
+
+
+def leaves(key):
+    """(key, type) of each entry of the tuple `key` that is not itself a tuple, at any depth
+    of nesting: a nested tuple's adjoints and shadows are kept per leaf, as a flat one's are
+    per entry."""
+    for index, t in enumerate(key.type.elements):
+        if isinstance(t, TupleType):
+            yield from leaves(Entry(key, index))
+        else:
+            yield Entry(key, index), t
+
+
+def leaf_paths(t, path: tuple = ()) -> list:
+    """(path, type) of each entry of the tuple type `t` that is not a tuple, at any depth."""
+    return [leaf for k, item in enumerate(t.elements)
+            for leaf in (leaf_paths(item, (*path, k)) if isinstance(item, TupleType)
+                         else [((*path, k), item)])]
+
+
+def leaf_types(t) -> list:
+    """The types of the entries of the tuple type `t` that are not tuples, at any depth."""
+    return [item for _, item in leaf_paths(t)]
+
+
+def value_at(b: Builder, tup: Value, path: tuple) -> Value:
+    """The primal entry of `tup` at `path`, read with one tuple_getitem per level."""
+    for index in path:
+        tup = b.tuple_getitem(tup, index)
+    return tup
+
+
 def unit_tangent(b: Builder, primal: Value) -> Value:
     """The unit tangent rv_elementwise feeds an elementwise forward rule: a scalar 1 of the
     operand's float type, also for arrays (the rule's output broadcasts to the result's shape).
