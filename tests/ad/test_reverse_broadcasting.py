@@ -6,6 +6,7 @@ import numba
 import numpy as np
 import pytest
 
+import moonlite
 from moonlite.ad.reverse.helpers import SUM_TO_SHAPE, same_size_or_raise
 from moonlite.rules.registry import lookup_field
 from moonlite.testing import check_hvp, check_jvp, check_rule
@@ -100,3 +101,16 @@ _SECOND_ORDER_SHAPES = [((1,), (5,)), ((4, 1), (4, 3)), ((1, 4, 1), (3, 4, 2))]
 def test_second_order_through_every_summing_helper(shape_a, shape_b):
     rng = np.random.default_rng(5)
     check_hvp(product_sine, rng.uniform(0.2, 1.0, shape_a), rng.uniform(0.2, 1.0, shape_b))
+
+
+@numba.njit
+def _add_longer(x, w):
+    a = x.copy()
+    a += w  # numba runs it on w's first entries; NumPy refuses it
+    return np.sum(a * a)
+
+
+def test_an_in_place_update_by_a_longer_array_names_the_shapes_not_a_bug():
+    """The message said only "a bug: please report it" (a helper's hunt)."""
+    with pytest.raises(ValueError, match="shapes do not broadcast"):
+        moonlite.grad(_add_longer, argnums=1)(np.zeros(3), np.arange(1.0, 5.0))

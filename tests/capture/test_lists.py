@@ -696,3 +696,19 @@ def test_min_and_max_of_a_list_of_tuples():
         smallest_of_none(x)
     with pytest.raises(ValueError, match="empty sequence"):  # Python's error, moonlite's
         moonlite.grad(smallest_of_none)(x)
+
+
+@numba.njit
+def array_of_pair_comprehension(x):
+    pts = np.array([(x[i], 2.0 * x[i]) for i in range(x.shape[0])])
+    s = 0.0
+    for p in pts:
+        s += p[0] * p[1]
+    return s
+
+
+def test_np_array_of_a_comprehension_of_tuples_is_refused_by_name():
+    """numba builds a 2-D array from it; capture raised a bare numpy TypeError (a helper's
+    hunt)."""
+    assert_refused_in_both_modes(array_of_pair_comprehension,
+                                 "np.array of a list comprehension of UniTuple")

@@ -439,8 +439,13 @@ class ConstructReads:
         """The array numba's rewrite of `np.array([g(v) for v in it])` fills (its shape from
         `length_of_iterator`): np.empty of the type numba inferred."""
         t = self.type_of(target)
+        element = t.dtype.to_numba()
+        if not isinstance(element, (nb.types.Number, nb.types.Boolean)):  # (a tuple: 2-D)
+            self.unsupported(f"np.array of a list comprehension of {element}",
+                             "fill a 2-D array in a loop (`pts = np.empty((n, 2))`, "
+                             "`pts[i, 0] = ...`)")
         (shape,) = [self.value(a) for a in expr.args]
-        return self.b.call(np.empty, [shape, self.dtype_ref(t.dtype.to_numba())], None, t)
+        return self.b.call(np.empty, [shape, self.dtype_ref(element)], None, t)
 
     def call_tuple(self, expr, target):
         """`tuple(t)` of a tuple is t (Python wraps the tuple of `f(*t)` so); of a list literal,

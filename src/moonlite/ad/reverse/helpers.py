@@ -68,7 +68,10 @@ def masked_add(shadow, mask, g):
 # with length 1 where the operand has more (np.sum with an axis sends one) is returned as it is:
 # `+=` stretches it correctly. Any other mismatch raises.
 
-_SHAPE_MISMATCH = "moonlite: an adjoint's shape does not match its array's (a bug: please report it)"
+_SHAPE_MISMATCH = ("moonlite: an adjoint's shape does not match its array's: an operation of the "
+                   "function mixes arrays whose shapes do not broadcast (`a += w` with w longer "
+                   "than a, which NumPy refuses and numba runs on w's first entries); make the "
+                   "shapes agree (if they do, this is a moonlite bug: please report it)")
 
 
 @nb.njit(cache=True)
