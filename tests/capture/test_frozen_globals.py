@@ -125,3 +125,11 @@ def test_attribute_names_are_not_globals():
         np.testing.assert_allclose(moonlite.grad(quadratic_form)(A, x), np.outer(x, x))
     finally:
         T = saved
+
+
+def test_a_module_array_read_as_an_attribute_is_a_constant_in_every_mode():
+    """Forward mode refused it ("a differentiable global value"), reverse mode took it: numba
+    types `settings.TABLE` as a writable array, where a global named in the kernel is read
+    only."""
+    from moonlite.testing import check_rule
+    check_rule(from_settings, np.array([0.3, -1.2, 0.8]), second_order=True)

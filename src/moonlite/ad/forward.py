@@ -207,9 +207,14 @@ class _ForwardPass:
             self.set_tangents(op.result, [self.b.undef(ttype) for _ in range(self.width)])
 
     def on_global(self, op: ops.GlobalRef) -> None:
-        if is_differentiable(op.result.type):
+        """A value numba froze at compile time (`settings.TABLE`, a module's array, read only):
+        a constant, as a global array named in the kernel is (capture checks that it has not
+        changed since: capture/frozen_globals.py). Anything else differentiable is refused."""
+        if is_differentiable(op.result.type) and not _frozen_constant(op.result.type):
             raise self.unsupported(op, "a differentiable global value", "pass it as an argument")
         self.clone(op)
+        if is_differentiable(op.result.type):  # (a real zero array if numba typed it writable)
+            self.set_tangents(op.result, self.fresh_or_zero(op.result))
 
     def on_copy(self, op: Op) -> None:
         """Control flow and raising: copied as they are (branches test the primal)."""
@@ -737,3 +742,10 @@ _HANDLERS = {
 def _is_moonlites_own(callee) -> bool:
     module = getattr(getattr(callee, "py_func", callee), "__module__", None) or ""
     return module == "moonlite" or module.startswith("moonlite.")
+
+
+def _frozen_constant(t) -> bool:
+    """Floats, float arrays and tuples of them: what numba freezes of a global."""
+    if isinstance(t, TupleType):
+        return all(_frozen_constant(e) for e in t.elements)
+    return isinstance(t, (FloatType, ArrayType)) or not is_differentiable(t)
