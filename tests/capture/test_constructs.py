@@ -158,6 +158,28 @@ def unrolls_two_arrays_of_one_type(x):
 
 
 @numba.njit
+def unrolls_layers_and_a_scale(W1, b1, W2, b2, x, scale):
+    """Two (weights, bias) pairs of one type beside a float: numba's typed_getitem of a pair
+    picks one of two entries of its type at the loop's index."""
+    h = x
+    for item in literal_unroll(((W1, b1), scale, (W2, b2))):
+        if isinstance(item, float):
+            h = h * item
+        else:
+            W, b = item
+            h = np.tanh(W @ h + b)
+    return np.sum(h ** 2)
+
+
+def test_literal_unroll_over_several_entries_of_one_type():
+    """Refused before ("literal_unroll over a tuple holding several ... entries")."""
+    check_rule(unrolls_two_arrays_of_one_type, _X, second_order=True)
+    rng = np.random.default_rng(5)
+    check_rule(unrolls_layers_and_a_scale, rng.standard_normal((3, 3)), rng.standard_normal(3),
+               rng.standard_normal((2, 3)), rng.standard_normal(2), _X, 0.7, second_order=True)
+
+
+@numba.njit
 def carries_a_structref_in_a_tuple(x):
     pair = (Oscillator(x[0], x[1]), 1.0)
     for _ in range(3):
@@ -175,8 +197,6 @@ REFUSED = [
     ("out_of_range", indexes_a_literal_out_of_range, (_X,), "indexing a list literal of 2"),
     ("jitclass_field_write", writes_into_a_jitclass_field, (_X, Neuron(1.0, np.zeros(3), 1)),
      "writes a value being differentiated into an array held by a jitclass"),
-    ("unroll_same_arrays", unrolls_two_arrays_of_one_type, (_X,), "literal_unroll over a tuple "
-     "holding several"),
     ("jitclass_field_helper_write", passes_a_field_to_a_writing_helper,
      (_X, Neuron(1.0, np.zeros(3), 1)), "into an array held by a jitclass"),
     ("range_spread", spreads_into_range, (_X, (0, 2)), "spreading a tuple with \\* into range"),

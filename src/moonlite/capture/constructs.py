@@ -64,8 +64,10 @@ class ConstructReads:
         return found if found is not None else self.b.const(False)
 
     def ex_typed_getitem(self, expr, target):
-        """The entry of type `dtype` at the loop's index: the one entry of that type, or a
-        select among several scalars of it (arrays of one type appear once, or are refused)."""
+        """The entry of type `dtype` at the loop's index: the one entry of that type, a select
+        among several scalars of it, or, for several arrays or tuples of it
+        (`literal_unroll((W1, b1, W2))`), the entry of the tuple of them at the place the index
+        names, picked at run time (as `for W in layers` does)."""
         value, index = self.value(expr.value), self.value(expr.index)
         want = self.type_of(target)
         if not isinstance(value.type, TupleType):
@@ -73,14 +75,26 @@ class ConstructReads:
         positions = [k for k, t in enumerate(value.type.elements) if t == want]
         if len(positions) == 1:
             return self.b.tuple_getitem(value, positions[0])
-        if not positions or not want.is_scalar:
-            self.unsupported(f"literal_unroll over a tuple holding several {want} entries",
-                             "loop over a tuple of one type (a plain for loop), or unroll by hand")
+        if not positions:
+            self.unsupported(f"literal_unroll over a tuple with no {want} entry",
+                             "report this kernel")
+        if not want.is_scalar:
+            return self._entry_of_type_at(value, positions, index, want)
         entry = self.b.tuple_getitem(value, positions[-1])
         for k in reversed(positions[:-1]):
             hit = self.b.binary(ops.Eq, index, self.b.const(k, index.type))
             entry = self.b.select(hit, self.b.tuple_getitem(value, k), entry)
         return entry
+
+    def _entry_of_type_at(self, value: Value, positions: list, index: Value, want) -> Value:
+        """`value[index]`, `index` one of `positions` (the entries of type `want`): the tuple
+        of those entries indexed at run time by the place of `index` among them."""
+        same = self.b.build_tuple([self.b.tuple_getitem(value, k) for k in positions])
+        place = self.b.const(len(positions) - 1, index.type)
+        for j, k in reversed(list(enumerate(positions[:-1]))):
+            hit = self.b.binary(ops.Eq, index, self.b.const(k, index.type))
+            place = self.b.select(hit, self.b.const(j, index.type), place)
+        return self.b.getitem(same, place, type=want)
 
     def ex_build_list(self, expr, target):
         if target.name in self.appended:
