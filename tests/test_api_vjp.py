@@ -524,3 +524,26 @@ def test_inside_njit_code_the_pullback_leaves_a_tuples_arrays_too():
     vjp_of_a_kicked_state(x, v, 0.8)
     np.testing.assert_array_equal(x, expected[0])
     np.testing.assert_array_equal(v, expected[1])
+
+
+@numba.njit
+def _inner_for_pullback(x):
+    return np.sum(np.sin(x) * x)
+
+
+@numba.njit
+def _calls_a_pullback(x):
+    _, pb = moonlite.vjp(_inner_for_pullback, x)
+    (g,) = pb(1.0)
+    return np.sum(g * g)
+
+
+def test_differentiating_a_call_of_a_pullback_is_refused_by_name():
+    """The message spoke of "a function held in a variable" and said to call it by its global
+    name (a helper's hunt)."""
+    x = np.array([0.3, 0.5])
+    _calls_a_pullback(x)
+    for derive in (lambda: moonlite.grad(_calls_a_pullback)(x),
+                   lambda: moonlite.jvp(_calls_a_pullback, (x,), (np.ones(2),))):
+        with pytest.raises(moonlite.UnsupportedError, match="a call of a vjp pullback"):
+            derive()

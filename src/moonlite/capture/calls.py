@@ -46,6 +46,11 @@ class CallReads:
                 # an njit function passed as an argument (`rk4(f, y, h)`): numba's type of
                 # the variable is that one function, so the call is a call of it
                 return self._call(fn_type.dispatcher, expr, target)
+            if type(fn_type).__name__ == "PullbackType":  # (api_vjp's: capture may not import it)
+                self.unsupported("differentiating a call of a vjp pullback (a derivative of "
+                                 "code that takes a reverse-mode derivative)",
+                                 "differentiate the gradient in forward mode (moonlite.jvp of "
+                                 "a function calling moonlite.grad, or moonlite.hvp)")
             self.unsupported("a call of a function held in a variable (other than an njit "
                              "function passed as an argument)",
                              "call the function by its global name")
