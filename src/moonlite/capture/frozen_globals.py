@@ -55,11 +55,9 @@ def global_paths(code) -> set:
         elif ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and chain is not None:
             chain.append(ins.argval)
         else:
-            if chain is not None:
-                paths.add(tuple(chain))
             chain = None
             continue
-        paths.add(tuple(chain))
+        paths.add(tuple(chain))  # (each prefix: `mod.TABLE.T` reads `mod.TABLE`)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             paths |= global_paths(const)

@@ -59,11 +59,7 @@ def leaves(key):
     """(key, type) of each entry of the tuple `key` that is not itself a tuple, at any depth
     of nesting: a nested tuple's adjoints and shadows are kept per leaf, as a flat one's are
     per entry."""
-    for index, t in enumerate(key.type.elements):
-        if isinstance(t, TupleType):
-            yield from leaves(Entry(key, index))
-        else:
-            yield Entry(key, index), t
+    return [(entry_at(key, path), t) for path, t in leaf_paths(key.type)]
 
 
 def leaf_paths(t, path: tuple = ()) -> list:
