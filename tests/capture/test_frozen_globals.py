@@ -133,3 +133,124 @@ def test_a_module_array_read_as_an_attribute_is_a_constant_in_every_mode():
     only."""
     from moonlite.testing import check_rule
     check_rule(from_settings, np.array([0.3, -1.2, 0.8]), second_order=True)
+
+
+# More ways a frozen value changed unseen, each a silently wrong derivative before (a helper's
+# hunt): the value read only by a helper numba inlines, a kernel compiled for a second signature
+# after the change (one record per kernel then), a global njit function rebound, a parameter's
+# default array written in place, and a number rebound before the kernel's first call.
+PROJECTION = np.array([[1.0, 0.5], [0.0, -1.0]])
+DEFAULT_W = np.array([0.5, -1.0])
+K = 2.0
+
+
+@numba.njit(inline="always")
+def _project(x):
+    return PROJECTION @ x
+
+
+@numba.njit
+def through_an_inlined_helper(x):
+    return np.sum(np.sin(_project(x)))
+
+
+@numba.njit
+def _sine(x):
+    return np.sin(x)
+
+
+@numba.njit
+def _cosine(x):
+    return np.cos(3.0 * x)
+
+
+activation = _sine
+
+
+@numba.njit
+def activated(x):
+    return np.sum(activation(x))
+
+
+@numba.njit
+def with_a_default(x, W=DEFAULT_W):
+    return np.sum(np.sin(W * x))
+
+
+@numba.njit
+def twice_compiled(x):
+    return np.sum(np.sin(DEFAULT_W * x))
+
+
+@numba.njit
+def scaled_by_k(x):
+    return np.sum(K * x ** 2)
+
+
+def _rebind(name, value):
+    def change():
+        globals()[name] = value
+    return change
+
+
+@pytest.mark.parametrize("kernel,change,described", [
+    (through_an_inlined_helper, lambda: PROJECTION.__setitem__((0, 0), 3.0),
+     "global array 'PROJECTION' that _project reads"),
+    (activated, _rebind("activation", _cosine), "global njit function 'activation'"),
+    (with_a_default, lambda: DEFAULT_W.__setitem__(0, 4.0), "default array of parameter 'W'"),
+])
+def test_values_frozen_through_helpers_functions_and_defaults_are_checked(
+        kernel, change, described):
+    x = np.array([0.3, -0.7])
+    before = kernel(x)
+    saved = (PROJECTION.copy(), DEFAULT_W.copy(), activation)
+    change()
+    try:
+        assert kernel(x) == before  # numba keeps what it froze
+        with pytest.raises(UnsupportedError, match=f"(?s){described}.*recompile"):
+            moonlite.grad(kernel)(x)
+        kernel.recompile()  # what the error says to do: then the derivative is of the new values
+        np.testing.assert_allclose(moonlite.grad(kernel)(x), _fd_gradient(kernel, x), rtol=1e-6)
+    finally:
+        PROJECTION[:], DEFAULT_W[:] = saved[0], saved[1]
+        globals()["activation"] = saved[2]
+        kernel.recompile()
+
+
+def test_each_signature_keeps_its_own_record():
+    x = np.array([0.3, -0.7])
+    twice_compiled(x)  # C-contiguous, with the first values
+    saved = DEFAULT_W.copy()
+    DEFAULT_W[:] += 5.0
+    try:
+        twice_compiled(np.ones(4)[::2])  # a strided signature, with the new values
+        with pytest.raises(UnsupportedError, match="(?s)'DEFAULT_W'.*recompile"):
+            moonlite.grad(twice_compiled)(x)
+        g = moonlite.grad(twice_compiled)(np.array([0.3, 1.0, -0.7, 2.0])[::2])  # up to date
+        np.testing.assert_allclose(g, DEFAULT_W * np.cos(DEFAULT_W * x), rtol=1e-12)
+    finally:
+        DEFAULT_W[:] = saved
+        twice_compiled.recompile()
+
+
+def test_a_kernel_reading_a_number_is_compiled_before_its_first_derivative():
+    """Else the number rebound before the kernel's first call was compiled into the kernel
+    while the derivative kept the old one."""
+    global K
+    x = np.array([0.3, -0.7])
+    assert not scaled_by_k.signatures
+    np.testing.assert_allclose(moonlite.grad(scaled_by_k)(x), 4.0 * x)
+    assert scaled_by_k.signatures  # compiled with K = 2, as the derivative was taken
+    K = 7.0
+    try:
+        assert scaled_by_k(x) == 2.0 * np.sum(x ** 2)  # numba keeps K = 2, and so does grad
+        np.testing.assert_allclose(moonlite.grad(scaled_by_k)(x + 1.0), 4.0 * (x + 1.0))
+        scaled_by_k.recompile()  # now both take K = 7
+        np.testing.assert_allclose(moonlite.grad(scaled_by_k)(x), 14.0 * x)
+    finally:
+        K = 2.0
+        scaled_by_k.recompile()
+
+
+def _fd_gradient(f, x, h=1e-6):
+    return np.array([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(x.shape[0])])
