@@ -151,3 +151,50 @@ def test_reshape_and_expand_dims_results_are_views_in_reverse_mode():
     them were refused. Their shadows are now the same views of the base's shadow."""
     check_rule(reads_views_after_writing_their_base, np.array([0.3, 0.7, 0.2, -0.4]), 0.6,
                second_order=True)
+
+
+@numba.njit
+def layers_decayed_in_place(Ws, x, n):
+    """Weights picked at run time out of a tuple and written in place (Fortran-ordered in the
+    test: vjp's private copies were C-ordered, which the sweep's tapes, typed from the caller's
+    arrays, could not take: numba's lowering failed on an assertion)."""
+    s = 0.0
+    for k in range(n):
+        W = Ws[k % len(Ws)]
+        W *= 0.9
+        s += np.sum(np.sin(W @ x))
+    return s
+
+
+@numba.njit
+def pairs_decayed_in_place(layers, x):
+    s = 0.0
+    for W, b in layers:
+        W *= 0.9
+        s += np.sum(np.sin(W @ x + b))
+    return s
+
+
+@numba.njit
+def vjp_of_pairs_in_njit(layers, x):
+    out, pullback = moonlite.vjp(pairs_decayed_in_place, layers, x)
+    return out, pullback(1.0)
+
+
+def test_fortran_ordered_arrays_in_a_tuple_written_in_place_in_every_mode():
+    rng = np.random.default_rng(4)
+    W1, W2 = (np.asfortranarray(rng.standard_normal((3, 3))) for _ in range(2))
+    x, b = rng.standard_normal(3), rng.standard_normal(3)
+    check_rule(layers_decayed_in_place, (W1, W2), x, 3, second_order=True)
+    layers = ((W1, b), (W2, 0.5 * b))
+    check_rule(pairs_decayed_in_place, layers, x)
+
+    def fresh():  # (the kernel writes its weights: each run gets its own)
+        return tuple((W.copy(order="K"), c.copy()) for W, c in layers)
+
+    h = 1e-6
+    fd = [(pairs_decayed_in_place(fresh(), x + h * e) - pairs_decayed_in_place(fresh(), x - h * e))
+          / (2 * h) for e in np.eye(3)]
+    out, (_, dx) = vjp_of_pairs_in_njit(fresh(), x)  # copies made inside njit code
+    assert out == pairs_decayed_in_place(fresh(), x)
+    np.testing.assert_allclose(dx, fd, rtol=1e-6, atol=1e-8)

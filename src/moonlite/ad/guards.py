@@ -214,7 +214,9 @@ def private_copies(args: tuple, written: frozenset) -> tuple:
 
 
 def _private_copy(a):
-    if isinstance(a, (np.ndarray, np.void)):
+    if isinstance(a, np.ndarray):
+        return a.copy(order="K")  # (a Fortran-ordered array stays so: the sweep's types)
+    if isinstance(a, np.void):
         return a.copy()
     if isinstance(a, tuple):
         items = [_private_copy(e) for e in a]
