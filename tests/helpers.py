@@ -68,3 +68,20 @@ def assert_refused_in_both_modes(kernel, construct: str) -> None:
                    lambda: moonlite.jvp(kernel, (x,), (np.ones(3),))):
         with pytest.raises(UnsupportedError, match=construct):
             derive()
+
+
+def check_in_turn(index: int, kernel, *args, second_order: bool = True, **options) -> None:
+    """`check_rule` on the `index`-th kernel of a list of cases: forward mode, grad and (with
+    `second_order`) the Hessian against finite differences on every kernel; vjp's split rule
+    (its sweep and pullback compiled apart) on every kernel checked to first order only and on
+    every other one checked to second order. All four compiled for every kernel of the
+    construct files were a fifth of CI's time, where vjp's split is the same reverse rule cut
+    in two (checked on half of them, and by tests/test_api_vjp.py)."""
+    from moonlite.testing import check_rule
+    check_rule(kernel, *args, second_order=second_order,
+               vjp=not second_order or index % 2 == 0, **options)
+
+
+def check_corpus_case(case, index: int) -> None:
+    """`check_in_turn` on a case of tests/corpus/constructs.py."""
+    check_in_turn(index, case.kernel, *case.make_args(), second_order=case.second_order)

@@ -1,8 +1,11 @@
 """The rule checker (after Mooncake's `test_rule` and JAX's `check_grads`): public API.
 
 `check_rule(f, *args)` runs every check that applies to `f` at `args`: `check_jvp`, then (for a
-float or float-array output) `check_vjp`, then with `second_order=True` (scalar output)
-`check_hvp`. Use it on a kernel that calls a function you gave a custom rule, or on the function
+float or float-array output) `check_vjp`, then (float output) `check_grad`, then with
+`second_order=True` (float output) `check_hvp`. `vjp=False` leaves `check_vjp` out for a float
+output (`check_grad` checks the same gradient, through grad's whole reverse rule rather than
+vjp's sweep and pullback): about a third less to compile, for a test suite that checks vjp's
+split on other kernels of the same construct. Use it on a kernel that calls a function you gave a custom rule, or on the function
 itself. Each check is described below; a failure raises `AssertionError` naming the check, the
 argument and the size of the error.
 
@@ -397,16 +400,16 @@ def _output_pairs(plus, minus, dout):
 
 
 def check_rule(f, *args, rtol: float = 1e-6, atol: float = 1e-8, seed: int = 0,
-               fixed: tuple = (), second_order: bool = False) -> None:
+               fixed: tuple = (), second_order: bool = False, vjp: bool = True) -> None:
     """Every check that applies to `f` at `args` (see the module docstring). Arguments whose
-    index is in `fixed` are not perturbed."""
+    index is in `fixed` are not perturbed. `vjp=False`: no `check_vjp` for a float output."""
     rng = np.random.default_rng(seed)
     tangents = tuple(zero_tangent_like(a) if i in fixed else _random_tangent(a, rng)
                      for i, a in enumerate(args))
     _checking("forward mode (check_jvp)", check_jvp, f, *args, rtol=max(rtol, 1e-5),
               atol=max(atol, 1e-7), seed=seed, tangents=tangents)
     expected = f(*_copy(args))
-    if _reverse_output(expected):
+    if _reverse_output(expected) and (vjp or _kind(expected) != "float"):
         _checking("reverse mode (check_vjp)", check_vjp, f, *args, rtol=rtol, atol=atol,
                   seed=seed, fixed=fixed)
     if _kind(expected) == "float":

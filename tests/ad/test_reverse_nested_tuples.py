@@ -56,7 +56,7 @@ def unpacked_mlp_loss(params, x):
 
 
 def test_pairs_unpacked_by_name():
-    check_rule(unpacked_mlp_loss, _layers(), RNG.standard_normal(3), second_order=True)
+    check_rule(unpacked_mlp_loss, _layers(), RNG.standard_normal(3), second_order=True, vjp=False)
 
 
 @numba.njit
@@ -95,7 +95,7 @@ def leapfrog_energy(state, dt, n):
 
 def test_a_nested_state_carried_around_a_loop():
     state = ((RNG.standard_normal(3), RNG.standard_normal(3)), 0.3)
-    check_rule(leapfrog_energy, state, 0.05, 6, fixed=(2,), second_order=True)
+    check_rule(leapfrog_energy, state, 0.05, 6, fixed=(2,), second_order=True, vjp=False)
 
 
 @numba.njit
@@ -126,7 +126,7 @@ def pairs_built_from_an_array(c, x):
 
 def test_pairs_of_floats_built_in_the_kernel():
     check_rule(pairs_built_from_an_array, RNG.standard_normal(4), RNG.standard_normal(5),
-               second_order=True)
+               second_order=True, vjp=False)
 
 
 Layer = namedtuple("Layer", ["W", "b"])

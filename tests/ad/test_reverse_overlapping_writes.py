@@ -143,7 +143,7 @@ def accumulate_rows(X, w):
 
 
 def test_the_guard_passes_arrays_that_do_not_overlap():
-    check_rule(accumulate_rows, _rng.random((4, 3)), 0.5, second_order=True)
+    check_rule(accumulate_rows, _rng.random((4, 3)), 0.5, second_order=True, vjp=False)
     fn = moonlite.capture(accumulate_rows, _rng.random((4, 3)), 0.5)
     guards = [op for op in fn.ops() if isinstance(op, ops.Call)
               and op.callee is refuse_overlap]

@@ -246,9 +246,9 @@ def test_layers_of_different_shapes_in_every_mode():
     x, y = rng.standard_normal(4), rng.standard_normal(2)
     W = [rng.standard_normal(s) for s in ((5, 4), (3, 5), (2, 3))]
     b = [rng.standard_normal(n) for n in (5, 3, 2)]
-    check_rule(mlp_loss, x, *W, *b, y, second_order=True)
+    check_rule(mlp_loss, x, *W, *b, y, second_order=True, vjp=False)
     check_rule(mlp_in_the_kernel, x, *W, second_order=True)
-    check_rule(two_layers, W[0], rng.standard_normal((4, 5)), x, second_order=True)
+    check_rule(two_layers, W[0], rng.standard_normal((4, 5)), x, second_order=True, vjp=False)
     check_rule(scaled_through_the_list, X, 0.7, second_order=True)
 
 
@@ -351,7 +351,7 @@ def test_a_list_grown_through_another_name_in_a_helper_it_is_handed_to():
     value, g = moonlite.value_and_grad(grown_by_a_helper)(x)
     assert value == grown_by_a_helper(x)
     np.testing.assert_allclose(g, [3.0, 0.0, 0.0])  # x[0] * (2 + 1)
-    check_rule(grown_by_a_helper, x, second_order=True)
+    check_rule(grown_by_a_helper, x, second_order=True, vjp=False)
 
 
 @numba.njit

@@ -86,7 +86,7 @@ def single_record(r, k):
 
 def test_a_single_nested_record_argument_in_every_mode():
     r = _bodies()[1]
-    check_rule(single_record, r, 0.3, second_order=True)
+    check_rule(single_record, r, 0.3, second_order=True, vjp=False)
     g = moonlite.grad(single_record)(r, 0.3)[0]  # a record's gradient: one entry of its dtype
     assert g["pos"]["x"] == pytest.approx(2.0 * r["m"] * (r["pos"]["x"] - 0.3))
     assert g["vel"]["y"] == 1.0 and g["vel"]["x"] == 0.0

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import moonlite
-from moonlite.testing import check_rule
+from tests.helpers import check_in_turn
 
 BEAD = np.dtype([("x", "f8"), ("k", "f8"), ("id", "i8")])
 # a 2-vector field and a nested record as well: every field kind moves with its entry
@@ -136,12 +136,13 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("kernel, make_args", CASES, ids=[k.__name__ for k, _ in CASES])
-def test_moved_records_in_every_mode(kernel, make_args):
+@pytest.mark.parametrize("index, kernel, make_args", [(i, *c) for i, c in enumerate(CASES)],
+                         ids=[k.__name__ for k, _ in CASES])
+def test_moved_records_in_every_mode(index, kernel, make_args):
     args = make_args()
     value, _ = moonlite.value_and_grad(kernel)(*args)
     assert value == pytest.approx(kernel(*make_args()), rel=1e-12)
-    check_rule(kernel, *args, second_order=kernel in (ring_of_springs, at_least_views))
+    check_in_turn(index, kernel, *args, second_order=kernel in (ring_of_springs, at_least_views))
 
 
 def test_moves_moonlite_cannot_follow_are_refused():

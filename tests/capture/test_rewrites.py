@@ -127,7 +127,7 @@ def test_newaxis_indexing_becomes_reshape_or_expand_dims():
     check_rule(pairwise_gaussians, x, y, second_order=True)
     X, w = np.random.default_rng(2).random((5, 3)), np.array([0.3, -0.5, 0.8, 0.1])
     assert np.expand_dims in _callees(moonlite.capture(newaxis_of_strided_views, X, w))
-    check_rule(newaxis_of_strided_views, X, w, second_order=True)
+    check_rule(newaxis_of_strided_views, X, w, second_order=True, vjp=False)
 
 
 @pytest.mark.parametrize("f, args", [(keyword_skipping_a_default, (1.5,)),
@@ -160,7 +160,7 @@ def test_np_average_becomes_mean_or_a_weighted_sum():
     x, w = np.array([0.3, -0.2, 0.9, 1.4]), np.array([0.5, 1.0, 2.0, 0.7])
     fn = moonlite.capture(averages, x, w)
     assert np.average not in _callees(fn) and np.mean in _callees(fn)
-    check_rule(averages, x, w, second_order=True)
+    check_rule(averages, x, w, second_order=True, vjp=False)
     with pytest.raises(ZeroDivisionError, match="Weights sum to zero"):
         moonlite.grad(averages)(x, np.zeros(4))  # raised as numba's np.average raises
 
