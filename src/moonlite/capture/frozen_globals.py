@@ -77,7 +77,10 @@ def _inlined_by_numba(value) -> bool:
 
 
 def _is_njit(value) -> bool:
-    return isinstance(value, nb.Dispatcher)
+    """A user's njit function (moonlite's own dispatchers, which its drivers call, are not
+    rebound by anyone: their identity is no frozen value to check)."""
+    return isinstance(value, nb.Dispatcher) and \
+        not type(value).__module__.startswith("moonlite.")
 
 
 def global_paths(code) -> set:
@@ -126,12 +129,17 @@ def _frozen(value) -> bool:
 def check_frozen_globals(f, argtypes: tuple) -> None:
     """Refuse to capture `f` for `argtypes` if a value numba froze into it changed since numba
     compiled it for those types."""
+    if _moonlites_own(f.py_func):
+        return  # moonlite's own drivers and helpers: nothing they read is rebound
     values = frozen_values(f.py_func)
     if not values:
         return
     key = _compile_key(f, argtypes)
     records = _records.get(f, {})
-    if key not in records and not _compiled_for(f, key):
+    # (njit functions alone: their identity is checked once f has a record; compiling f
+    # first for them alone would compile the derived rules a driver calls out of turn)
+    needs_record = not all(map(_is_njit, values.values()))
+    if key not in records and not _compiled_for(f, key) and needs_record:
         try:
             f.compile(key)  # freeze the values now, recording what numba froze
         except nb.numba_errors.NumbaError:
@@ -148,6 +156,12 @@ def check_frozen_globals(f, argtypes: tuple) -> None:
             if then is not None and then != _digest(value) and (
                     mine or name.startswith(_DEFAULT)):
                 _refuse_changed(f, name, value, argtypes)
+
+
+def _moonlites_own(py_func) -> bool:
+    """A helper of moonlite's, or a driver it generated (`api_drivers.njit_driver`)."""
+    return (py_func.__module__ or "").startswith("moonlite.") or \
+        py_func.__code__.co_filename.startswith("<moonlite ")
 
 
 def _compile_key(f, argtypes: tuple) -> tuple:
