@@ -5,9 +5,9 @@ float or float-array output) `check_vjp`, then (float output) `check_grad`, then
 `second_order=True` (float output) `check_hvp`. `vjp=False` leaves `check_vjp` out for a float
 output (`check_grad` checks the same gradient, through grad's whole reverse rule rather than
 vjp's sweep and pullback): about a third less to compile, for a test suite that checks vjp's
-split on other kernels of the same construct. Use it on a kernel that calls a function you gave a custom rule, or on the function
-itself. Each check is described below; a failure raises `AssertionError` naming the check, the
-argument and the size of the error.
+split on other kernels of the same construct. Use it on a kernel that calls a function you gave
+a custom rule, or on the function itself. Each check is described below; a failure raises
+`AssertionError` naming the check, the argument and the size of the error.
 
 `check_vjp(f, *args)` checks reverse mode through `moonlite.vjp` (the forward sweep and the
 pullback as two compiled calls, their state handed over as arrays): the primal output, the

@@ -60,6 +60,9 @@ def frozen_values(py_func, omitted=None, _seen=None) -> dict:
     return found
 
 
+_DEFAULT = "the default of "  # how a parameter's default is named among the frozen values
+
+
 def _defaults(py_func, omitted) -> dict:
     """The frozen values among the parameter defaults (numba compiles an omitted argument in
     as its default's value)."""
@@ -67,9 +70,6 @@ def _defaults(py_func, omitted) -> dict:
     names = code.co_varnames[code.co_argcount - len(defaults):code.co_argcount]
     return {_DEFAULT + n: v for n, v in zip(names, defaults)
             if _frozen(v) and (omitted is None or n in omitted)}
-
-
-_DEFAULT = "the default of "
 
 
 def _inlined_by_numba(value) -> bool:
@@ -149,8 +149,9 @@ def check_frozen_globals(f, argtypes: tuple) -> None:
     # record is compared, which errs towards refusing. A default is compared with every
     # record that compiled it in: moonlite passes it as an argument, where `f(x)` runs the
     # signature that omits it.
-    for recorded in records.values():
-        mine = recorded is records.get(key, recorded)
+    exact = key in records
+    for recorded_key, recorded in records.items():
+        mine = not exact or recorded_key == key
         for name, value in values.items():
             then = recorded.get(name)
             if then is not None and then != _digest(value) and (
