@@ -22,6 +22,7 @@ if not numba.__version__.startswith(SUPPORTED_NUMBA + "."):
 try:
     from numba.core import ir, types, errors as numba_errors  # noqa: F401
     from numba.core import caching, compiler, event, typed_passes, untyped_passes  # noqa: F401
+    from numba.core import lowering  # noqa: F401  (lower/array_access.py lowers through it)
     from numba.core.analysis import compute_cfg_from_blocks  # noqa: F401
     from numba.core.bytecode import FunctionIdentity  # noqa: F401
     from numba.core.compiler import CompilerBase, DefaultPassBuilder, Flags  # noqa: F401

@@ -21,6 +21,7 @@ from ..ir.core import Function
 from ..ir.printer import format_op
 from ..ir.types import ArrayType
 from ..timing import phase
+from .array_access import DerivedLower
 from .array_exprs import derived_lowering, install as install_array_exprs
 from .emit import NumbaEmitter
 from .thread_flag import ThreadFlag
@@ -68,6 +69,10 @@ class DerivedLowering(nb.typed_passes.NativeLowering):
     compiled once (lower/array_exprs.py)."""
 
     _name = "moonlite_native_lowering"
+
+    @property
+    def lowering_class(self):
+        return DerivedLower
 
     def run_pass(self, state):
         with derived_lowering(), derived_typing():  # lowering types operators again
