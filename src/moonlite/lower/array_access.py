@@ -21,6 +21,7 @@ stencil of slice writes at 8.8-9.7x (8.9-9.2x), three runs each on this 2-core m
 from __future__ import annotations
 
 from .. import _numba as nb
+from .array_exprs import compiled_once, lowering_flags
 
 _functions: dict = {}  # (what, signature, flags) -> numba's CompileResult
 
@@ -44,21 +45,6 @@ def outlined(array, index) -> bool:
     return isinstance(array, nb.types.Array) and not _one_element(array, index)
 
 
-def _compiled(context, builder, impl, sig):
-    """`impl` compiled for `sig` with the flags of the function being lowered, once per
-    process, and linked into that function's library."""
-    flags = nb._ConfigStack().top_or_none()
-    flags = nb.Flags() if flags is None else flags.copy()
-    key = (impl.__name__, sig, flags.copy())
-    cres = _functions.get(key)
-    if cres is None:
-        cres = context.compile_subroutine(builder, impl, sig, flags=flags, caching=False)
-        _functions[key] = cres
-    else:  # what compile_subroutine does for what it has compiled: link it in
-        context.active_code_library.add_linking_library(cres.library)
-    return cres
-
-
 class DerivedLower(nb.lowering.Lower):
     """numba's lowering, with views and slice writes of arrays lowered as calls."""
 
@@ -71,7 +57,7 @@ class DerivedLower(nb.lowering.Lower):
         return self.context.cast(self.builder, result, sig.return_type, resty)
 
     def lower_setitem(self, target_var, index_var, value_var, signature):
-        array, index_type, value_type = signature.args
+        array, index_type = signature.args[:2]
         target_type = self.typeof(target_var.name)
         if not outlined(array, index_type) or isinstance(target_type, nb.types.Optional):
             return super().lower_setitem(target_var, index_var, value_var, signature)
@@ -84,5 +70,8 @@ class DerivedLower(nb.lowering.Lower):
         ctx, builder = self.context, self.builder
         args = [ctx.cast(builder, self.loadvar(var.name), self.typeof(var.name), ty)
                 for var, ty in zip(variables, sig.args)]
-        cres = _compiled(ctx, builder, impl, sig)
+        # once per process for these types and the function's flags (`boundscheck`, the
+        # error model), linked into the function being lowered
+        cres = compiled_once(_functions, (impl.__name__, sig), ctx, builder, lambda: impl, sig,
+                             lowering_flags())
         return ctx.call_internal(builder, cres.fndesc, sig, args)

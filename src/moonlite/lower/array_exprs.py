@@ -36,6 +36,26 @@ def install() -> None:
     nb.target_context().special_ops["arrayexpr"] = _lower
 
 
+def lowering_flags():
+    """A copy of the flags of the function being lowered (numba's defaults outside one)."""
+    flags = nb._ConfigStack().top_or_none()
+    return nb.Flags() if flags is None else flags.copy()
+
+
+def compiled_once(cache: dict, key: tuple, context, builder, make_impl, sig, flags):
+    """numba's CompileResult of the function `make_impl()` for `sig` under `flags`, compiled
+    the first time `key` (with the flags) is met in `cache`, and linked into the library being
+    lowered each time, as `compile_subroutine` links what it has compiled."""
+    key = key + (flags.copy(),)  # (a copy: compiling sets flags of its own on `flags`)
+    cres = cache.get(key)
+    if cres is None:
+        cres = context.compile_subroutine(builder, make_impl(), sig, flags=flags, caching=False)
+        cache[key] = cres
+    else:
+        context.active_code_library.add_linking_library(cres.library)
+    return cres
+
+
 def _lower(lowerer, expr):
     if not _derived:
         return _numba_lowering(lowerer, expr)
@@ -66,17 +86,11 @@ def _lower_cached(lowerer, expr):
             argty = argty.type
         inner_args.append(argty.dtype if isinstance(argty, nb.types.Array) else argty)
     inner_sig = outer_sig.return_type.dtype(*inner_args)
-    flags = nb._ConfigStack().top_or_none()
-    flags = nb.Flags() if flags is None else flags.copy()
+    flags = lowering_flags()
     flags.error_model = "numpy"  # as numba's: vectorised division gives inf and nan
-    key = (_shape(expr.expr, {n: i for i, n in enumerate(names)}), inner_sig, flags.copy())
-    cres = _kernels.get(key)
-    if cres is None:
-        cres = context.compile_subroutine(builder, _kernel_function(expr, params), inner_sig,
-                                          flags=flags, caching=False)
-        _kernels[key] = cres
-    else:  # what compile_subroutine does for a kernel it has compiled: link it in
-        context.active_code_library.add_linking_library(cres.library)
+    key = (_shape(expr.expr, {n: i for i, n in enumerate(names)}), inner_sig)
+    cres = compiled_once(_kernels, key, context, builder, lambda: _kernel_function(expr, params),
+                         inner_sig, flags)
 
     class ExprKernel(nb.npyimpl._Kernel):
         def generate(self, *args):
